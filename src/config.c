@@ -1,0 +1,720 @@
+/* config: the YAML configuration, read with libyaml into a declarative table. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <librdkafka/rdkafka.h>
+#include <yaml.h>
+
+enum ftype {
+        F_STR,     /* char * */
+        F_INT,     /* int, within [min, max] */
+        F_SECTION, /* a nested mapping whose fields live in the same struct */
+        F_KV,      /* kafka: a flat map passed through verbatim */
+        F_TREE,    /* a subtree handed to the handler as JSON */
+        F_TOPICS,  /* the list of topic mappings */
+};
+
+struct field {
+        const char *name;
+        enum ftype type;
+        size_t off;
+        const char *def; /* default as text; NULL = none */
+        int required;
+        long min, max;
+        const struct field *sub;
+        int (*check)(const char *v, char *err, size_t errsz);
+        const char *desc;
+};
+
+#define END_FIELDS {NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, NULL}
+
+#define TOFF(m) offsetof(struct topic_conf, m)
+#define COFF(m) offsetof(struct config, m)
+
+static const struct field key_fields[] = {
+        {"subject", F_STR, TOFF(key_subject), NULL, 1, 0, 0, NULL, keyspec_template_check,
+         "The business entity: \"{json:order_id}\", \"{header:NAME}\", \"{key}\", literals, or a mix"},
+        {"action", F_STR, TOFF(key_action), NULL, 0, 0, 0, NULL, keyspec_template_check,
+         "What is done to the subject, usually a literal such as PAY"},
+        {"request", F_STR, TOFF(key_request), NULL, 0, 0, 0, NULL, keyspec_template_check,
+         "Optional caller-generated request id reused on retry, e.g. \"{header:request-id}\""},
+        END_FIELDS,
+};
+
+static const struct field handler_fields[] = {
+        {"path", F_STR, TOFF(handler_path), NULL, 1, 0, 0, NULL, NULL,
+         "Path of the handler shared object (relative paths are relative to the working directory)"},
+        {"config", F_TREE, TOFF(handler_config), NULL, 0, 0, 0, NULL, NULL,
+         "Free-form subtree passed to the handler's init()"},
+        END_FIELDS,
+};
+
+static const struct field batch_fields[] = {
+        {"max_messages", F_INT, TOFF(batch_max_messages), "500", 0, 1, 100000, NULL, NULL,
+         "Most messages in one batch (one PostgreSQL transaction)"},
+        {"max_wait_ms", F_INT, TOFF(batch_max_wait_ms), "100", 0, 0, 60000, NULL, NULL,
+         "Longest time a batch waits to fill before it is processed"},
+        END_FIELDS,
+};
+
+static const struct field retry_fields[] = {
+        {"max_attempts", F_INT, TOFF(retry_max_attempts), "5", 0, 1, 1000, NULL, NULL,
+         "Attempts for a message whose handler returns RETRY before it is dead-lettered"},
+        {"backoff_ms", F_INT, TOFF(retry_backoff_ms), "200", 0, 0, 600000, NULL, NULL,
+         "First backoff after a failed batch; doubles on every retry"},
+        {"backoff_max_ms", F_INT, TOFF(retry_backoff_max_ms), "10000", 0, 0, 3600000, NULL, NULL,
+         "Longest backoff"},
+        END_FIELDS,
+};
+
+static const struct field dlq_fields[] = {
+        {"topic", F_STR, TOFF(dlq_topic), NULL, 0, 0, 0, NULL, NULL,
+         "Dead-letter topic (default: <topic>.dlq); must exist"},
+        END_FIELDS,
+};
+
+static const struct field topic_fields[] = {
+        {"name", F_STR, TOFF(name), NULL, 1, 0, 0, NULL, NULL, "Kafka topic to consume"},
+        {"key", F_SECTION, 0, NULL, 1, 0, 0, key_fields, NULL,
+         "How the idempotency key subject/action[/request] is built"},
+        {"handler", F_SECTION, 0, NULL, 1, 0, 0, handler_fields, NULL, "The handler shared object"},
+        {"batch", F_SECTION, 0, NULL, 0, 0, 0, batch_fields, NULL, "Batch limits"},
+        {"retry", F_SECTION, 0, NULL, 0, 0, 0, retry_fields, NULL,
+         "Retry budget for handler RETRY results"},
+        {"dead_letter", F_SECTION, 0, NULL, 0, 0, 0, dlq_fields, NULL, "Where unprocessable messages go"},
+        {"max_payload_bytes", F_INT, TOFF(max_payload_bytes), "1048576", 0, 0, INT_MAX, NULL, NULL,
+         "Larger payloads are dead-lettered unprocessed"},
+        END_FIELDS,
+};
+
+static const struct field postgres_fields[] = {
+        {"conninfo", F_STR, COFF(pg_conninfo), NULL, 1, 0, 0, NULL, NULL,
+         "libpq connection string or URI; put the password in ${ENV} or ~/.pgpass (never logged)"},
+        {"retry_max_ms", F_INT, COFF(db_retry_max_ms), "5000", 0, 10, 600000, NULL, NULL,
+         "Longest wait between reconnection attempts while the database is down"},
+        END_FIELDS,
+};
+
+static const struct field top_fields[] = {
+        {"namespace", F_STR, COFF(namespace), NULL, 1, 0, 0, NULL, NULL,
+         "Dedup scope: the service's name. Not the consumer group, which changes with a "
+         "blue/green deploy while the dedup record must not"},
+        {"log_level", F_STR, COFF(log_level), "info", 0, 0, 0, NULL, NULL, "error, warn, info or debug"},
+        {"shutdown_timeout_ms", F_INT, COFF(shutdown_timeout_ms), "10000", 0, 0, 600000, NULL, NULL,
+         "Longest a clean shutdown may take before dedupd exits anyway"},
+        {"postgres", F_SECTION, 0, NULL, 1, 0, 0, postgres_fields, NULL, "The database"},
+        {"kafka", F_KV, 0, NULL, 1, 0, 0, NULL, NULL,
+         "librdkafka properties passed verbatim (bootstrap.servers and group.id required)"},
+        {"topics", F_TOPICS, 0, NULL, 1, 0, 0, topic_fields, NULL, "The topics to consume, one entry each"},
+        END_FIELDS,
+};
+
+/* ---- errors ------------------------------------------------------------ */
+
+void config_errors_add(struct config_errors *errs, const char *file, int line, int col,
+                       const char *fmt, ...)
+{
+        char msg[1024];
+        char *full = NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        if (asprintf(&full, "%s:%d:%d: %s", file, line, col, msg) < 0)
+                return;
+        char **n = realloc(errs->msgs, (errs->cnt + 1) * sizeof(*n));
+        if (!n) {
+                free(full);
+                return;
+        }
+        errs->msgs = n;
+        errs->msgs[errs->cnt++] = full;
+}
+
+void config_errors_clear(struct config_errors *errs)
+{
+        for (size_t i = 0; i < errs->cnt; i++)
+                free(errs->msgs[i]);
+        free(errs->msgs);
+        errs->msgs = NULL;
+        errs->cnt = 0;
+}
+
+/* ---- ${ENV} interpolation ------------------------------------------------ */
+
+char *config_interpolate(const char *s, char *err, size_t errsz)
+{
+        size_t cap = strlen(s) + 64, len = 0;
+        char *out = malloc(cap);
+
+        if (!out) {
+                snprintf(err, errsz, "out of memory");
+                return NULL;
+        }
+        while (*s) {
+                const char *piece = s;
+                size_t n = 1;
+                char *name = NULL;
+                if (s[0] == '$' && s[1] == '{') {
+                        const char *end = strchr(s + 2, '}');
+                        if (!end) {
+                                snprintf(err, errsz, "unterminated ${ in value");
+                                free(out);
+                                return NULL;
+                        }
+                        name = strndup(s + 2, (size_t)(end - s - 2));
+                        char *dflt = strstr(name, ":-");
+                        if (dflt) {
+                                *dflt = '\0';
+                                dflt += 2;
+                        }
+                        if (!*name) {
+                                snprintf(err, errsz, "empty variable name in ${}");
+                                free(name);
+                                free(out);
+                                return NULL;
+                        }
+                        const char *val = getenv(name);
+                        if (!val || (!*val && dflt))
+                                val = dflt;
+                        if (!val) {
+                                snprintf(err, errsz,
+                                         "environment variable %s is not set (use ${%s:-default} "
+                                         "for an optional value)",
+                                         name, name);
+                                free(name);
+                                free(out);
+                                return NULL;
+                        }
+                        piece = val;
+                        n = strlen(val);
+                        s = end + 1;
+                } else {
+                        s++;
+                }
+                if (len + n + 1 > cap) {
+                        cap = (len + n + 1) * 2;
+                        char *np = realloc(out, cap);
+                        if (!np) {
+                                free(name);
+                                free(out);
+                                snprintf(err, errsz, "out of memory");
+                                return NULL;
+                        }
+                        out = np;
+                }
+                memcpy(out + len, piece, n);
+                len += n;
+                free(name);
+        }
+        out[len] = '\0';
+        return out;
+}
+
+/* ---- walking the document ------------------------------------------------ */
+
+struct walk {
+        const char *file;
+        yaml_document_t *doc;
+        struct config_errors *errs;
+        struct config *cfg;
+        int kafka_seen;
+};
+
+#define NODE_LINE(n) ((int)(n)->start_mark.line + 1)
+#define NODE_COL(n) ((int)(n)->start_mark.column + 1)
+
+static void werr(struct walk *w, const yaml_node_t *n, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static void werr(struct walk *w, const yaml_node_t *n, const char *fmt, ...)
+{
+        char msg[900];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        config_errors_add(w->errs, w->file, n ? NODE_LINE(n) : 1, n ? NODE_COL(n) : 1, "%s", msg);
+}
+
+static const char *scalar(const yaml_node_t *n)
+{
+        return (const char *)n->data.scalar.value;
+}
+
+static const char *node_kind(const yaml_node_t *n)
+{
+        switch (n->type) {
+        case YAML_SCALAR_NODE: return "a scalar";
+        case YAML_SEQUENCE_NODE: return "a list";
+        case YAML_MAPPING_NODE: return "a mapping";
+        default: return "nothing";
+        }
+}
+
+/* Interpolated copy of a scalar node, or NULL after reporting. */
+static char *scalar_value(struct walk *w, const yaml_node_t *n, const char *path)
+{
+        char err[512];
+        char *v;
+        if (n->type != YAML_SCALAR_NODE) {
+                werr(w, n, "'%s' must be a scalar, not %s", path, node_kind(n));
+                return NULL;
+        }
+        v = config_interpolate(scalar(n), err, sizeof(err));
+        if (!v)
+                werr(w, n, "'%s': %s", path, err);
+        return v;
+}
+
+static int parse_int(const char *s, long min, long max, int *out, char *err, size_t errsz)
+{
+        char *end;
+        long v;
+        errno = 0;
+        v = strtol(s, &end, 10);
+        if (!*s || *end || errno) {
+                snprintf(err, errsz, "'%s' is not an integer", s);
+                return -1;
+        }
+        if (v < min || v > max) {
+                snprintf(err, errsz, "%ld is out of range [%ld, %ld]", v, min, max);
+                return -1;
+        }
+        *out = (int)v;
+        return 0;
+}
+
+static void fields_defaults(const struct field *fields, void *base)
+{
+        for (const struct field *f = fields; f->name; f++) {
+                if (f->type == F_SECTION)
+                        fields_defaults(f->sub, base);
+                else if (f->type == F_INT && f->def)
+                        *(int *)((char *)base + f->off) = atoi(f->def);
+                else if (f->type == F_STR && f->def)
+                        *(char **)((char *)base + f->off) = strdup(f->def);
+        }
+}
+
+static void fields_require(struct walk *w, const yaml_node_t *at, const struct field *fields,
+                           const char *prefix)
+{
+        for (const struct field *f = fields; f->name; f++)
+                if (f->required)
+                        werr(w, at, "missing required key '%s%s'", prefix, f->name);
+}
+
+static const yaml_node_t *node(struct walk *w, int idx)
+{
+        return yaml_document_get_node(w->doc, idx);
+}
+
+static json_t *tree_to_json(struct walk *w, const yaml_node_t *n, const char *path)
+{
+        json_t *j = NULL;
+        if (n->type == YAML_SCALAR_NODE) {
+                char *v = scalar_value(w, n, path);
+                if (v)
+                        j = json_string(v);
+                free(v);
+                return j ? j : json_null();
+        }
+        if (n->type == YAML_SEQUENCE_NODE) {
+                j = json_array();
+                for (yaml_node_item_t *it = n->data.sequence.items.start;
+                     it < n->data.sequence.items.top; it++)
+                        json_array_append_new(j, tree_to_json(w, node(w, *it), path));
+                return j;
+        }
+        j = json_object();
+        for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+                const yaml_node_t *k = node(w, p->key);
+                if (k->type != YAML_SCALAR_NODE) {
+                        werr(w, k, "'%s': keys must be scalars", path);
+                        continue;
+                }
+                json_object_set_new(j, scalar(k), tree_to_json(w, node(w, p->value), path));
+        }
+        return j;
+}
+
+static void walk_topics(struct walk *w, const yaml_node_t *n);
+static void walk_kafka(struct walk *w, const yaml_node_t *n);
+
+static void walk_map(struct walk *w, const yaml_node_t *map, const struct field *fields,
+                     void *base, const char *prefix)
+{
+        size_t nf = 0;
+        char path[256];
+
+        for (const struct field *f = fields; f->name; f++)
+                nf++;
+        int seen[nf];
+        memset(seen, 0, sizeof(seen));
+
+        if (map->type != YAML_MAPPING_NODE) {
+                werr(w, map, "'%s' must be a mapping, not %s", *prefix ? prefix : "top level",
+                     node_kind(map));
+                return;
+        }
+        for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+                const yaml_node_t *k = node(w, p->key), *v = node(w, p->value);
+                const struct field *f;
+                size_t i = 0;
+
+                if (k->type != YAML_SCALAR_NODE) {
+                        werr(w, k, "keys must be scalars");
+                        continue;
+                }
+                for (f = fields; f->name; f++, i++)
+                        if (!strcmp(f->name, scalar(k)))
+                                break;
+                snprintf(path, sizeof(path), "%s%s", prefix, scalar(k));
+                if (!f->name) {
+                        char known[512] = "";
+                        for (const struct field *g = fields; g->name; g++) {
+                                strncat(known, g->name, sizeof(known) - strlen(known) - 3);
+                                if (g[1].name)
+                                        strncat(known, ", ", sizeof(known) - strlen(known) - 1);
+                        }
+                        werr(w, k, "unknown key '%s' (expected one of: %s)", path, known);
+                        continue;
+                }
+                if (seen[i]) {
+                        werr(w, k, "duplicate key '%s'", path);
+                        continue;
+                }
+                seen[i] = 1;
+
+                void *slot = (char *)base + f->off;
+                switch (f->type) {
+                case F_STR: {
+                        char *s = scalar_value(w, v, path);
+                        char err[512];
+                        if (!s)
+                                break;
+                        if (f->check && f->check(s, err, sizeof(err))) {
+                                werr(w, v, "'%s': %s", path, err);
+                                free(s);
+                                break;
+                        }
+                        free(*(char **)slot);
+                        *(char **)slot = s;
+                        break;
+                }
+                case F_INT: {
+                        char *s = scalar_value(w, v, path);
+                        char err[256];
+                        if (s && parse_int(s, f->min, f->max, (int *)slot, err, sizeof(err)))
+                                werr(w, v, "'%s': %s", path, err);
+                        free(s);
+                        break;
+                }
+                case F_SECTION: {
+                        char sub[256];
+                        snprintf(sub, sizeof(sub), "%s.", path);
+                        walk_map(w, v, f->sub, base, sub);
+                        break;
+                }
+                case F_TREE:
+                        json_decref(*(json_t **)slot);
+                        *(json_t **)slot = tree_to_json(w, v, path);
+                        break;
+                case F_KV:
+                        walk_kafka(w, v);
+                        break;
+                case F_TOPICS:
+                        walk_topics(w, v);
+                        break;
+                }
+        }
+        size_t i = 0;
+        for (const struct field *f = fields; f->name; f++, i++) {
+                if (seen[i] || !f->required)
+                        continue;
+                if (f->type == F_SECTION) {
+                        char sub[256];
+                        snprintf(sub, sizeof(sub), "%s%s.", prefix, f->name);
+                        fields_require(w, map, f->sub, sub);
+                } else {
+                        werr(w, map, "missing required key '%s%s'", prefix, f->name);
+                }
+        }
+}
+
+static void walk_kafka(struct walk *w, const yaml_node_t *n)
+{
+        struct config *cfg = w->cfg;
+        w->kafka_seen = 1;
+        if (n->type != YAML_MAPPING_NODE) {
+                werr(w, n, "'kafka' must be a mapping of librdkafka properties, not %s", node_kind(n));
+                return;
+        }
+        for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+                const yaml_node_t *k = node(w, p->key), *v = node(w, p->value);
+                char path[256];
+                if (k->type != YAML_SCALAR_NODE) {
+                        werr(w, k, "kafka: keys must be scalars");
+                        continue;
+                }
+                snprintf(path, sizeof(path), "kafka.%s", scalar(k));
+                char *val = scalar_value(w, v, path);
+                if (!val)
+                        continue;
+                struct config_kv *nk = realloc(cfg->kafka, (cfg->kafka_cnt + 1) * sizeof(*nk));
+                if (!nk) {
+                        free(val);
+                        return;
+                }
+                cfg->kafka = nk;
+                cfg->kafka[cfg->kafka_cnt++] =
+                        (struct config_kv){strdup(scalar(k)), val, NODE_LINE(v), NODE_COL(v)};
+        }
+}
+
+static void walk_topics(struct walk *w, const yaml_node_t *n)
+{
+        struct config *cfg = w->cfg;
+        if (n->type != YAML_SEQUENCE_NODE) {
+                werr(w, n, "'topics' must be a list, not %s", node_kind(n));
+                return;
+        }
+        if (n->data.sequence.items.start == n->data.sequence.items.top)
+                werr(w, n, "'topics' is empty: configure at least one topic");
+        for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+                const yaml_node_t *tn = node(w, *it);
+                struct topic_conf *nt = realloc(cfg->topics, (cfg->topic_cnt + 1) * sizeof(*nt));
+                char prefix[64];
+                if (!nt)
+                        return;
+                cfg->topics = nt;
+                struct topic_conf *t = &cfg->topics[cfg->topic_cnt];
+                memset(t, 0, sizeof(*t));
+                t->line = NODE_LINE(tn);
+                t->col = NODE_COL(tn);
+                fields_defaults(topic_fields, t);
+                snprintf(prefix, sizeof(prefix), "topics[%zu].", cfg->topic_cnt);
+                cfg->topic_cnt++;
+                walk_map(w, tn, topic_fields, t, prefix);
+        }
+}
+
+/* Properties dedupd owns: setting them would break the guarantee. */
+static void check_kafka(struct walk *w)
+{
+        struct config *cfg = w->cfg;
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        int have_bootstrap = 0, have_group = 0;
+
+        for (size_t i = 0; i < cfg->kafka_cnt; i++) {
+                const struct config_kv *kv = &cfg->kafka[i];
+                char errstr[512];
+                if (!strcmp(kv->name, "enable.auto.offset.store")) {
+                        config_errors_add(w->errs, w->file, kv->line, kv->col,
+                                          "kafka.enable.auto.offset.store: dedupd stores offsets "
+                                          "itself, only after the database COMMIT; remove this key");
+                        continue;
+                }
+                if (!strcmp(kv->name, "partition.assignment.strategy") &&
+                    strstr(kv->value, "cooperative")) {
+                        config_errors_add(w->errs, w->file, kv->line, kv->col,
+                                          "kafka.partition.assignment.strategy: cooperative-sticky has "
+                                          "known bugs in librdkafka 2.0.x; use range or roundrobin");
+                        continue;
+                }
+                if (!strcmp(kv->name, "bootstrap.servers") || !strcmp(kv->name, "metadata.broker.list"))
+                        have_bootstrap = *kv->value != '\0';
+                if (!strcmp(kv->name, "group.id"))
+                        have_group = *kv->value != '\0';
+                if (rd_kafka_conf_set(conf, kv->name, kv->value, errstr, sizeof(errstr)) !=
+                    RD_KAFKA_CONF_OK)
+                        config_errors_add(w->errs, w->file, kv->line, kv->col, "kafka.%s: %s", kv->name,
+                                          errstr);
+        }
+        rd_kafka_conf_destroy(conf);
+        if (!have_bootstrap)
+                config_errors_add(w->errs, w->file, 1, 1, "missing required key 'kafka.bootstrap.servers'");
+        if (!have_group)
+                config_errors_add(w->errs, w->file, 1, 1, "missing required key 'kafka.group.id'");
+}
+
+static void finish_topics(struct walk *w)
+{
+        struct config *cfg = w->cfg;
+        for (size_t i = 0; i < cfg->topic_cnt; i++) {
+                struct topic_conf *t = &cfg->topics[i];
+                char err[512];
+                if (!t->name)
+                        continue;
+                for (size_t j = 0; j < i; j++)
+                        if (cfg->topics[j].name && !strcmp(cfg->topics[j].name, t->name))
+                                config_errors_add(w->errs, w->file, t->line, t->col,
+                                                  "topic '%s' is configured twice", t->name);
+                if (!t->dlq_topic || !*t->dlq_topic) {
+                        free(t->dlq_topic);
+                        if (asprintf(&t->dlq_topic, "%s.dlq", t->name) < 0)
+                                t->dlq_topic = NULL;
+                }
+                if (t->dlq_topic && !strcmp(t->dlq_topic, t->name))
+                        config_errors_add(w->errs, w->file, t->line, t->col,
+                                          "topic '%s': the dead-letter topic cannot be the topic itself",
+                                          t->name);
+                if (t->retry_backoff_max_ms < t->retry_backoff_ms)
+                        t->retry_backoff_max_ms = t->retry_backoff_ms;
+                if (t->key_subject) {
+                        t->keyspec = keyspec_compile(t->key_subject, t->key_action, t->key_request, err,
+                                                     sizeof(err));
+                        if (!t->keyspec)
+                                config_errors_add(w->errs, w->file, t->line, t->col, "topic '%s': %s",
+                                                  t->name, err);
+                }
+        }
+}
+
+static struct config *load(const char *name, yaml_parser_t *parser, struct config_errors *errs)
+{
+        yaml_document_t doc;
+        struct config *cfg = calloc(1, sizeof(*cfg));
+        struct walk w = {name, &doc, errs, cfg, 0};
+        size_t errs_before = errs->cnt;
+
+        if (!cfg)
+                return NULL;
+        cfg->path = strdup(name);
+        fields_defaults(top_fields, cfg);
+        if (!yaml_parser_load(parser, &doc)) {
+                config_errors_add(errs, name, (int)parser->problem_mark.line + 1,
+                                  (int)parser->problem_mark.column + 1, "YAML syntax: %s%s%s",
+                                  parser->problem ? parser->problem : "error",
+                                  parser->context ? " " : "", parser->context ? parser->context : "");
+                config_free(cfg);
+                return NULL;
+        }
+        yaml_node_t *root = yaml_document_get_root_node(&doc);
+        if (!root) {
+                config_errors_add(errs, name, 1, 1, "the file is empty");
+        } else {
+                walk_map(&w, root, top_fields, cfg, "");
+                if (cfg->log_level && strcmp(cfg->log_level, "error") && strcmp(cfg->log_level, "warn") &&
+                    strcmp(cfg->log_level, "info") && strcmp(cfg->log_level, "debug"))
+                        config_errors_add(errs, name, 1, 1,
+                                          "log_level '%s' is not one of error, warn, info, debug",
+                                          cfg->log_level);
+                if (w.kafka_seen)
+                        check_kafka(&w);
+                finish_topics(&w);
+        }
+        yaml_document_delete(&doc);
+        if (errs->cnt > errs_before) {
+                config_free(cfg);
+                return NULL;
+        }
+        return cfg;
+}
+
+struct config *config_load(const char *path, struct config_errors *errs)
+{
+        yaml_parser_t parser;
+        struct config *cfg;
+        FILE *fp = fopen(path, "rb");
+
+        if (!fp) {
+                config_errors_add(errs, path, 0, 0, "cannot open: %s", strerror(errno));
+                return NULL;
+        }
+        yaml_parser_initialize(&parser);
+        yaml_parser_set_input_file(&parser, fp);
+        cfg = load(path, &parser, errs);
+        yaml_parser_delete(&parser);
+        fclose(fp);
+        return cfg;
+}
+
+struct config *config_load_string(const char *name, const char *yaml, struct config_errors *errs)
+{
+        yaml_parser_t parser;
+        struct config *cfg;
+        yaml_parser_initialize(&parser);
+        yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, strlen(yaml));
+        cfg = load(name, &parser, errs);
+        yaml_parser_delete(&parser);
+        return cfg;
+}
+
+void config_free(struct config *cfg)
+{
+        if (!cfg)
+                return;
+        for (size_t i = 0; i < cfg->topic_cnt; i++) {
+                struct topic_conf *t = &cfg->topics[i];
+                free(t->name);
+                free(t->key_subject);
+                free(t->key_action);
+                free(t->key_request);
+                keyspec_free(t->keyspec);
+                free(t->handler_path);
+                json_decref(t->handler_config);
+                free(t->dlq_topic);
+        }
+        free(cfg->topics);
+        for (size_t i = 0; i < cfg->kafka_cnt; i++) {
+                free(cfg->kafka[i].name);
+                free(cfg->kafka[i].value);
+        }
+        free(cfg->kafka);
+        free(cfg->path);
+        free(cfg->namespace);
+        free(cfg->pg_conninfo);
+        free(cfg->log_level);
+        free(cfg);
+}
+
+struct topic_conf *config_topic(const struct config *cfg, const char *name)
+{
+        for (size_t i = 0; i < cfg->topic_cnt; i++)
+                if (!strcmp(cfg->topics[i].name, name))
+                        return &cfg->topics[i];
+        return NULL;
+}
+
+const char *config_tree_get(const json_t *tree, const char *path)
+{
+        const json_t *v = tree;
+        char *copy, *save = NULL;
+
+        if (!tree || !path)
+                return NULL;
+        copy = strdup(path);
+        for (char *tok = strtok_r(copy, ".", &save); tok && v; tok = strtok_r(NULL, ".", &save))
+                v = json_is_object(v) ? json_object_get(v, tok) : NULL;
+        free(copy);
+        return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static void print_fields(FILE *fp, const struct field *fields, const char *prefix)
+{
+        for (const struct field *f = fields; f->name; f++) {
+                char path[256];
+                static const char *const tn[] = {"string", "integer", "section", "map", "tree", "list"};
+                snprintf(path, sizeof(path), "%s%s", prefix, f->name);
+                fprintf(fp, "  %-34s %-8s %-9s %s\n", path, tn[f->type],
+                        f->required ? "required" : (f->def ? f->def : "-"), f->desc);
+                if (f->type == F_SECTION || f->type == F_TOPICS) {
+                        char sub[256];
+                        snprintf(sub, sizeof(sub), "%s%s", path, f->type == F_TOPICS ? "[].": ".");
+                        print_fields(fp, f->sub, sub);
+                }
+        }
+}
+
+void config_print_reference(FILE *fp)
+{
+        fprintf(fp, "  %-34s %-8s %-9s %s\n", "key", "type", "default", "description");
+        print_fields(fp, top_fields, "");
+}

@@ -1,0 +1,103 @@
+/* config: the YAML configuration, read with libyaml into a declarative table. */
+#ifndef DEDUPD_CONFIG_H
+#define DEDUPD_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "keyspec.h"
+
+/** A `kafka:` entry, passed verbatim to rd_kafka_conf_set(). */
+struct config_kv {
+        char *name;
+        char *value;
+        int line, col;
+};
+
+struct topic_conf {
+        char *name;
+        int line, col;
+
+        /* key: */
+        char *key_subject;
+        char *key_action;
+        char *key_request;
+        struct keyspec *keyspec; /* compiled from the three above */
+
+        /* handler: */
+        char *handler_path;
+        json_t *handler_config; /* the `config:` subtree, scalars as strings */
+
+        /* batch: */
+        int batch_max_messages;
+        int batch_max_wait_ms;
+
+        /* retry: */
+        int retry_max_attempts;
+        int retry_backoff_ms;
+        int retry_backoff_max_ms;
+
+        /* dead_letter: */
+        char *dlq_topic; /* default "<name>.dlq" */
+
+        int max_payload_bytes;
+};
+
+struct config {
+        char *path;
+        char *namespace;
+        char *pg_conninfo;
+        char *log_level;
+        int shutdown_timeout_ms;
+        int db_retry_max_ms;
+
+        struct config_kv *kafka;
+        size_t kafka_cnt;
+
+        struct topic_conf *topics;
+        size_t topic_cnt;
+};
+
+/** Collected problems, each formatted "file:line:column: message". */
+struct config_errors {
+        char **msgs;
+        size_t cnt;
+};
+
+void config_errors_add(struct config_errors *errs, const char *file, int line, int col,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void config_errors_clear(struct config_errors *errs);
+
+/**
+ * Read and validate a config file. Returns the config, or NULL with every
+ * problem found in errs (unknown keys, wrong types, missing required
+ * values, unset ${VARS}, bad key templates, bad kafka properties).
+ */
+struct config *config_load(const char *path, struct config_errors *errs)
+        __attribute__((warn_unused_result));
+
+/** Same, from a string (for tests); name is used in messages. */
+struct config *config_load_string(const char *name, const char *yaml,
+                                  struct config_errors *errs)
+        __attribute__((warn_unused_result));
+
+void config_free(struct config *cfg);
+
+/** Find a topic's config by name, or NULL. */
+struct topic_conf *config_topic(const struct config *cfg, const char *name);
+
+/** Scalar from a handler config subtree by dotted path, or NULL. */
+const char *config_tree_get(const json_t *tree, const char *path);
+
+/** Print the reference of every key (name, type, default, description). */
+void config_print_reference(FILE *fp);
+
+/**
+ * Expand ${NAME} and ${NAME:-default} in s. Returns a malloc'd string, or
+ * NULL with a message in err (unset variable without default, bad syntax).
+ */
+char *config_interpolate(const char *s, char *err, size_t errsz);
+
+#endif

@@ -1,0 +1,29 @@
+/* host: the versioned host-API table handed to handlers, and the contexts behind it. */
+#ifndef DEDUPD_HOST_H
+#define DEDUPD_HOST_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#include "dedupd/handler.h"
+
+struct dedupd_ctx {
+        PGconn *conn;
+        const char *idem_key;
+        const char *log_prefix; /* "handler:transfer" */
+        char *response;         /* owned; NULL when the handler set none */
+        size_t response_len;
+};
+
+struct dedupd_init_ctx {
+        const json_t *config;
+        PGconn *conn;
+        const char *log_prefix;
+};
+
+extern const struct dedupd_host host_api;
+
+/** Forget the previous message's response. */
+void host_ctx_reset(struct dedupd_ctx *ctx);
+
+#endif

@@ -1,0 +1,47 @@
+/* keyspec: the business idempotency key — templates compiled once, derived per message. */
+#ifndef DEDUPD_KEYSPEC_H
+#define DEDUPD_KEYSPEC_H
+
+#include <stddef.h>
+
+#include "dedupd/handler.h"
+
+/** Keys longer than this are stored as "sha256:<hex>" of the full key so
+ *  they always fit the unique index. */
+#define KEYSPEC_MAX_KEY_LEN 512
+
+struct keyspec;
+
+/** What a key is derived from: the parts of a message the pipeline sees. */
+struct keyspec_input {
+        const void *value;
+        size_t value_len;
+        const void *key;
+        size_t key_len;
+        const struct dedupd_header *headers;
+        size_t header_cnt;
+};
+
+/**
+ * Validate one template ("{json:order_id}", "PAY", "{header:request-id}",
+ * "user-{key}"). Returns 0, or -1 with a message.
+ */
+int keyspec_template_check(const char *tmpl, char *err, size_t errsz);
+
+/** Compile subject, action and (optional, may be NULL) request. */
+struct keyspec *keyspec_compile(const char *subject, const char *action, const char *request,
+                                char *err, size_t errsz);
+void keyspec_free(struct keyspec *ks);
+
+/** 1 when any part reads the JSON payload. */
+int keyspec_needs_json(const struct keyspec *ks);
+
+/**
+ * Derive "subject/action[/request]" into out (size outsz, at least
+ * KEYSPEC_MAX_KEY_LEN + 1). Returns 0, or -1 with the reason in err
+ * (payload not JSON, field missing or empty, header missing, invalid UTF-8).
+ */
+int keyspec_derive(const struct keyspec *ks, const struct keyspec_input *in, char *out,
+                   size_t outsz, char *err, size_t errsz);
+
+#endif

@@ -1,0 +1,37 @@
+/* loader: opens a handler shared object and checks its ABI before anything runs. */
+#ifndef DEDUPD_LOADER_H
+#define DEDUPD_LOADER_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#include "dedupd/handler.h"
+
+struct handler {
+        char *path;
+        void *dl;
+        const struct dedupd_handler *desc;
+        void *state;
+        int initialized;
+        char log_prefix[96]; /* "handler:<name>" */
+};
+
+/**
+ * dlopen (RTLD_NOW | RTLD_LOCAL) and check the descriptor: exported
+ * symbol, ABI major, descriptor size, required callbacks. Returns 0, or -1
+ * with exactly what differs in err. Nothing of the handler runs but its
+ * descriptor function.
+ */
+int loader_open(struct handler *h, const char *path, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
+
+/** Call the handler's init() with its config subtree and a setup connection. */
+int loader_init(struct handler *h, const json_t *config, PGconn *setup_conn, char *err,
+                size_t errsz) __attribute__((warn_unused_result));
+
+/** fini() (when initialized) and dlclose. Safe on a zeroed struct. */
+void loader_close(struct handler *h);
+
+#endif

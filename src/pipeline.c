@@ -1,0 +1,459 @@
+/* pipeline: key → claim → handler → record → progress, one PostgreSQL transaction per batch. */
+#include "pipeline.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/sha.h>
+
+#include "host.h"
+#include "keyspec.h"
+#include "log.h"
+
+struct pipeline {
+        const struct config *cfg;
+        struct store *store;
+        struct pl_dlq_ops ops;
+        struct handler *handlers; /* one per topic */
+        struct pl_stats stats;
+};
+
+void pl_msg_clear(struct pl_msg *m)
+{
+        free(m->idem_key);
+        free(m->dlq_reason);
+        m->idem_key = NULL;
+        m->dlq_reason = NULL;
+}
+
+struct pipeline *pipeline_new(const struct config *cfg, struct store *store, struct pl_dlq_ops ops,
+                              char *err, size_t errsz)
+{
+        struct pipeline *pl = calloc(1, sizeof(*pl));
+        if (!pl) {
+                snprintf(err, errsz, "out of memory");
+                return NULL;
+        }
+        pl->cfg = cfg;
+        pl->store = store;
+        pl->ops = ops;
+        pl->handlers = calloc(cfg->topic_cnt, sizeof(*pl->handlers));
+        if (!pl->handlers) {
+                snprintf(err, errsz, "out of memory");
+                goto error;
+        }
+        for (size_t i = 0; i < cfg->topic_cnt; i++) {
+                const struct topic_conf *t = &cfg->topics[i];
+                if (loader_open(&pl->handlers[i], t->handler_path, err, errsz) ||
+                    loader_init(&pl->handlers[i], t->handler_config, store->conn, err, errsz))
+                        goto error;
+                log_info("pipeline", "topic %s: handler %s loaded from %s", t->name,
+                         pl->handlers[i].desc->name ? pl->handlers[i].desc->name : "?", t->handler_path);
+        }
+        return pl;
+error:
+        pipeline_free(pl);
+        return NULL;
+}
+
+void pipeline_free(struct pipeline *pl)
+{
+        if (!pl)
+                return;
+        if (pl->handlers)
+                for (size_t i = 0; i < pl->cfg->topic_cnt; i++)
+                        loader_close(&pl->handlers[i]);
+        free(pl->handlers);
+        free(pl);
+}
+
+const struct pl_stats *pipeline_stats(const struct pipeline *pl) { return &pl->stats; }
+
+static void set_reason(struct pl_msg *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_reason(struct pl_msg *m, const char *fmt, ...)
+{
+        va_list ap;
+        free(m->dlq_reason);
+        va_start(ap, fmt);
+        if (vasprintf(&m->dlq_reason, fmt, ap) < 0)
+                m->dlq_reason = NULL;
+        va_end(ap);
+}
+
+/* Derive key and fingerprint once per message; decide dead-lettering. */
+static void prepare(const struct topic_conf *t, struct pl_msg *m)
+{
+        char key[KEYSPEC_MAX_KEY_LEN + 1];
+        char why[512];
+
+        if (m->dlq_reason)
+                return;
+        if (!m->idem_key) {
+                if (m->value_len > (size_t)t->max_payload_bytes) {
+                        set_reason(m, "payload too large: %zu bytes, limit %d (max_payload_bytes)",
+                                   m->value_len, t->max_payload_bytes);
+                        return;
+                }
+                struct keyspec_input in = {m->value, m->value_len, m->key, m->key_len, m->headers,
+                                           m->header_cnt};
+                if (keyspec_derive(t->keyspec, &in, key, sizeof(key), why, sizeof(why))) {
+                        set_reason(m, "key: %s", why);
+                        return;
+                }
+                m->idem_key = strdup(key);
+                unsigned char md[SHA256_DIGEST_LENGTH];
+                SHA256(m->value ? m->value : (const void *)"", m->value_len, md);
+                for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
+                        snprintf(m->fingerprint + 2 * i, 3, "%02x", md[i]);
+        }
+        if (m->attempts >= t->retry_max_attempts)
+                set_reason(m, "handler returned RETRY %d times (retry.max_attempts)", m->attempts);
+}
+
+/* Sort helpers: keys bytewise, ties by position in the batch. */
+struct keyed {
+        const char *key;
+        size_t idx;
+};
+
+static int keyed_cmp(const void *a, const void *b)
+{
+        const struct keyed *x = a, *y = b;
+        int c = strcmp(x->key, y->key);
+        if (c)
+                return c;
+        return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int idx_cmp(const void *a, const void *b)
+{
+        size_t x = *(const size_t *)a, y = *(const size_t *)b;
+        return x < y ? -1 : x > y;
+}
+
+struct outcome_log {
+        const char *topic;
+};
+
+static void log_outcome(void *opaque, const char *key, const char *status, const char *response)
+{
+        const struct outcome_log *o = opaque;
+        log_debug(o->topic, "duplicate %s absorbed; first outcome %s: %s", key, status,
+                  response ? response : "(no response)");
+}
+
+static enum pl_rc fail(struct store *s, enum store_rc rc)
+{
+        store_rollback(s);
+        return rc == STORE_CONN ? PL_DB_DOWN : PL_RETRY;
+}
+
+/* Find or add the progress entry of a partition. */
+static struct store_progress *progress_of(struct store_progress *p, size_t *np, const char *topic,
+                                          int32_t partition)
+{
+        for (size_t i = 0; i < *np; i++)
+                if (p[i].partition == partition)
+                        return &p[i];
+        p[*np] = (struct store_progress){.topic = topic, .partition = partition, .next_offset = -1};
+        return &p[(*np)++];
+}
+
+enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg *const *msgs,
+                            size_t n, struct pl_commit *commits, size_t *ncommits, char *err,
+                            size_t errsz)
+{
+        const struct topic_conf *t = &pl->cfg->topics[topic_idx];
+        struct handler *h = &pl->handlers[topic_idx];
+        struct store *s = pl->store;
+        enum pl_rc ret = PL_RETRY;
+        enum store_rc rc;
+        char ctxname[200];
+
+        struct keyed *ks = calloc(n ? n : 1, sizeof(*ks));
+        size_t *reps = calloc(n ? n : 1, sizeof(*reps));       /* batch index of each unique key */
+        size_t *order = calloc(n ? n : 1, sizeof(*order));     /* fresh reps in batch order */
+        int *fresh = calloc(n ? n : 1, sizeof(*fresh));
+        int *status = calloc(n ? n : 1, sizeof(*status));      /* per batch index: 0 none, 1 applied, 2 rejected, 3 dup */
+        struct dedupd_ctx *ctxs = calloc(n ? n : 1, sizeof(*ctxs));
+        struct pl_msg **dlq = calloc(n ? n : 1, sizeof(*dlq));
+        struct store_progress *prog = calloc(n ? n : 1, sizeof(*prog));
+        const char **kk = calloc(n ? n : 1, sizeof(*kk)), **kt = calloc(n ? n : 1, sizeof(*kt)),
+                   **kf = calloc(n ? n : 1, sizeof(*kf));
+        const char **rs = calloc(n ? n : 1, sizeof(*rs)), **rr = calloc(n ? n : 1, sizeof(*rr));
+        int32_t *kp = calloc(n ? n : 1, sizeof(*kp));
+        int64_t *ko = calloc(n ? n : 1, sizeof(*ko));
+        size_t nk = 0, nreps = 0, nfresh = 0, ndlq = 0, nprog = 0;
+
+        *ncommits = 0;
+        snprintf(ctxname, sizeof(ctxname), "topic:%s", t->name);
+        if (!ks || !reps || !order || !fresh || !status || !ctxs || !dlq || !prog || !kk || !kt ||
+            !kf || !rs || !rr || !kp || !ko) {
+                snprintf(err, errsz, "out of memory");
+                goto out;
+        }
+
+        /* 1. keys, and what must be dead-lettered */
+        for (size_t i = 0; i < n; i++) {
+                prepare(t, msgs[i]);
+                if (msgs[i]->dlq_reason) {
+                        if (!msgs[i]->dead_lettered)
+                                dlq[ndlq++] = msgs[i];
+                } else {
+                        ks[nk++] = (struct keyed){msgs[i]->idem_key, i};
+                }
+        }
+
+        /* 2. dead letters first: their offsets are committed only after the
+         *    broker acknowledged them. */
+        if (ndlq) {
+                if (pl->ops.dead_letter(pl->ops.opaque, t->dlq_topic, pl->cfg->namespace, dlq, ndlq, err,
+                                        errsz)) {
+                        ret = PL_DLQ_FAILED;
+                        goto out;
+                }
+                for (size_t i = 0; i < ndlq; i++) {
+                        dlq[i]->dead_lettered = 1;
+                        log_warn(ctxname, "partition %d offset %lld dead-lettered to %s: %s",
+                                 (int)dlq[i]->partition, (long long)dlq[i]->offset, t->dlq_topic,
+                                 dlq[i]->dlq_reason);
+                }
+        }
+
+        /* 3. unique keys in bytewise order; repeats inside the batch count once */
+        qsort(ks, nk, sizeof(*ks), keyed_cmp);
+        for (size_t i = 0; i < nk; i++) {
+                if (i > 0 && !strcmp(ks[i].key, ks[i - 1].key)) {
+                        status[ks[i].idx] = 3;
+                        continue;
+                }
+                const struct pl_msg *m = msgs[ks[i].idx];
+                reps[nreps] = ks[i].idx;
+                kk[nreps] = m->idem_key;
+                kt[nreps] = m->topic;
+                kp[nreps] = m->partition;
+                ko[nreps] = m->offset;
+                kf[nreps] = m->fingerprint;
+                nreps++;
+        }
+
+        /* 4. one transaction */
+        if ((rc = store_begin(s, err, errsz)) ||
+            (rc = store_claim(s, pl->cfg->namespace, nreps, kk, kt, kp, ko, kf, fresh, err, errsz))) {
+                ret = fail(s, rc);
+                goto out;
+        }
+        for (size_t i = 0; i < nreps; i++) {
+                if (fresh[i])
+                        order[nfresh++] = reps[i];
+                else
+                        status[reps[i]] = 3;
+        }
+        qsort(order, nfresh, sizeof(*order), idx_cmp);
+
+        const struct dedupd_handler *d = h->desc;
+        int use_sp = !(d->flags & DEDUPD_HANDLER_F_CLEAN_REJECT);
+        PGconn *conn = s->conn;
+        char mctx[256];
+
+        for (size_t j = 0; j < nfresh; j++) {
+                size_t i = order[j];
+                ctxs[i] = (struct dedupd_ctx){conn, msgs[i]->idem_key, h->log_prefix, NULL, 0};
+        }
+        if (d->handle_batch && nfresh) {
+                const struct dedupd_msg **dm = calloc(nfresh, sizeof(*dm));
+                struct dedupd_msg *dms = calloc(nfresh, sizeof(*dms));
+                struct dedupd_ctx **dc = calloc(nfresh, sizeof(*dc));
+                dedupd_result_t *res = calloc(nfresh, sizeof(*res));
+                int retry = 0;
+                if (!dm || !dms || !dc || !res) {
+                        snprintf(err, errsz, "out of memory");
+                        retry = 1;
+                } else {
+                        for (size_t j = 0; j < nfresh; j++) {
+                                const struct pl_msg *m = msgs[order[j]];
+                                dms[j] = (struct dedupd_msg){m->topic, m->partition, m->offset,
+                                                             m->timestamp_ms, m->key, m->key_len,
+                                                             m->value, m->value_len, m->headers,
+                                                             m->header_cnt, m->idem_key};
+                                dm[j] = &dms[j];
+                                dc[j] = &ctxs[order[j]];
+                        }
+                        dedupd_result_t br = d->handle_batch(h->state, dc, dm, nfresh, res);
+                        if (br == DEDUPD_RETRY || PQtransactionStatus(conn) == PQTRANS_INERROR) {
+                                snprintf(err, errsz, "handle_batch asked to retry the batch%s",
+                                         br == DEDUPD_RETRY ? "" : " (it left the transaction aborted)");
+                                retry = 1;
+                        }
+                        for (size_t j = 0; j < nfresh && !retry; j++) {
+                                if (res[j] == DEDUPD_OK)
+                                        status[order[j]] = 1;
+                                else if (res[j] == DEDUPD_REJECT)
+                                        status[order[j]] = 2;
+                                else {
+                                        snprintf(err, errsz, "handle_batch result %d for key %s",
+                                                 (int)res[j], msgs[order[j]]->idem_key);
+                                        retry = 1;
+                                }
+                        }
+                        if (retry)
+                                for (size_t j = 0; j < nfresh; j++)
+                                        msgs[order[j]]->attempts++;
+                }
+                free(dm);
+                free(dms);
+                free(dc);
+                free(res);
+                if (retry) {
+                        store_rollback(s);
+                        ret = PL_RETRY;
+                        goto out;
+                }
+        } else if (nfresh) {
+                if (use_sp && (rc = store_exec(s, "SAVEPOINT dedupd_msg", err, errsz))) {
+                        ret = fail(s, rc);
+                        goto out;
+                }
+                for (size_t j = 0; j < nfresh; j++) {
+                        size_t i = order[j];
+                        struct pl_msg *m = msgs[i];
+                        struct dedupd_msg dm = {m->topic, m->partition, m->offset, m->timestamp_ms,
+                                                m->key, m->key_len, m->value, m->value_len,
+                                                m->headers, m->header_cnt, m->idem_key};
+                        dedupd_result_t r = d->handle(h->state, &ctxs[i], &dm);
+                        int aborted = PQtransactionStatus(conn) == PQTRANS_INERROR;
+
+                        snprintf(mctx, sizeof(mctx), "topic:%s/%d", m->topic, (int)m->partition);
+                        if (PQstatus(conn) != CONNECTION_OK) {
+                                snprintf(err, errsz, "database connection lost in the handler");
+                                ret = fail(s, STORE_CONN);
+                                goto out;
+                        }
+                        if (r == DEDUPD_REJECT && (!aborted || use_sp)) {
+                                if (use_sp && (rc = store_exec(s, "ROLLBACK TO SAVEPOINT dedupd_msg",
+                                                               err, errsz))) {
+                                        ret = fail(s, rc);
+                                        goto out;
+                                }
+                                status[i] = 2;
+                        } else if (r == DEDUPD_OK && !aborted) {
+                                status[i] = 1;
+                                if (use_sp && j + 1 < nfresh &&
+                                    (rc = store_exec(s, "RELEASE SAVEPOINT dedupd_msg; SAVEPOINT dedupd_msg",
+                                                     err, errsz))) {
+                                        ret = fail(s, rc);
+                                        goto out;
+                                }
+                        } else {
+                                m->attempts++;
+                                if (r != DEDUPD_OK && r != DEDUPD_REJECT && r != DEDUPD_RETRY)
+                                        snprintf(err, errsz, "handler returned unknown result %d for key %s",
+                                                 (int)r, m->idem_key);
+                                else if (aborted)
+                                        snprintf(err, errsz,
+                                                 "handler left the transaction aborted (an SQL error) for "
+                                                 "key %s; treated as RETRY",
+                                                 m->idem_key);
+                                else
+                                        snprintf(err, errsz, "handler asked to retry key %s", m->idem_key);
+                                log_warn(mctx, "offset %lld: %s (attempt %d of %d)", (long long)m->offset,
+                                         err, m->attempts, t->retry_max_attempts);
+                                store_rollback(s);
+                                ret = PL_RETRY;
+                                goto out;
+                        }
+                }
+        }
+
+        /* 5. final statuses and first responses, in bulk */
+        size_t nrec = 0;
+        for (size_t j = 0; j < nfresh; j++) {
+                size_t i = order[j];
+                kk[nrec] = msgs[i]->idem_key;
+                rs[nrec] = status[i] == 1 ? "DONE" : "FAILED";
+                rr[nrec] = ctxs[i].response ? ctxs[i].response : (status[i] == 2 ? "rejected" : NULL);
+                nrec++;
+        }
+        if ((rc = store_record(s, pl->cfg->namespace, nrec, kk, rs, rr, err, errsz))) {
+                ret = fail(s, rc);
+                goto out;
+        }
+
+        /* 6. per-partition progress, in the same transaction */
+        for (size_t i = 0; i < n; i++) {
+                struct store_progress *p = progress_of(prog, &nprog, t->name, msgs[i]->partition);
+                if (msgs[i]->offset + 1 > p->next_offset)
+                        p->next_offset = msgs[i]->offset + 1;
+                p->consumed++;
+                if (msgs[i]->dlq_reason)
+                        p->dead_lettered++;
+                else if (status[i] == 1)
+                        p->applied++;
+                else if (status[i] == 2)
+                        p->rejected++;
+                else if (status[i] == 3)
+                        p->duplicates++;
+        }
+        if ((rc = store_progress(s, pl->cfg->namespace, nprog, prog, err, errsz))) {
+                ret = fail(s, rc);
+                goto out;
+        }
+        if ((rc = store_commit(s, err, errsz))) {
+                /* A lost COMMIT acknowledgement is indistinguishable from a
+                 * failed one: redelivery finds every key claimed if it did commit. */
+                ret = fail(s, rc);
+                goto out;
+        }
+
+        /* 7. committed: report, and where each partition may be acknowledged */
+        for (size_t i = 0; i < nprog; i++) {
+                commits[i] = (struct pl_commit){prog[i].topic, prog[i].partition, prog[i].next_offset};
+                pl->stats.applied += (uint64_t)prog[i].applied;
+                pl->stats.rejected += (uint64_t)prog[i].rejected;
+                pl->stats.duplicates += (uint64_t)prog[i].duplicates;
+                pl->stats.dead_lettered += (uint64_t)prog[i].dead_lettered;
+        }
+        *ncommits = nprog;
+        pl->stats.batches++;
+        pl->stats.consumed += n;
+        for (size_t j = 0; j < nfresh; j++) {
+                size_t i = order[j];
+                if (status[i] == 2)
+                        log_info(ctxname, "key %s rejected: %s", msgs[i]->idem_key, rr[j] ? rr[j] : "");
+        }
+        if (log_level_current >= LOG_DEBUG) {
+                size_t nd = 0;
+                for (size_t i = 0; i < nreps; i++)
+                        if (!fresh[i])
+                                kk[nd++] = kk[i];
+                struct outcome_log ol = {ctxname};
+                char oerr[256];
+                store_outcomes(s, pl->cfg->namespace, nd, kk, log_outcome, &ol, oerr, sizeof(oerr));
+                log_debug(ctxname, "batch of %zu: %zu applied or rejected, %zu duplicates, %zu dead-lettered",
+                          n, nfresh, n - nfresh - ndlq, ndlq);
+        }
+        ret = PL_OK;
+out:
+        if (ret != PL_OK)
+                pl->stats.retries++;
+        for (size_t i = 0; i < n && ctxs; i++)
+                host_ctx_reset(&ctxs[i]);
+        free(ks);
+        free(reps);
+        free(order);
+        free(fresh);
+        free(status);
+        free(ctxs);
+        free(dlq);
+        free(prog);
+        free(kk);
+        free(kt);
+        free(kf);
+        free(rs);
+        free(rr);
+        free(kp);
+        free(ko);
+        return ret;
+}

@@ -1,0 +1,479 @@
+/* store: everything dedupd says to PostgreSQL — schema migrations, claims, outcomes, offsets. */
+#include "store.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+/* Numbered migrations: append only, never edit one that has shipped. */
+static const char *const migrations[] = {
+        /* 1: keys and per-partition progress */
+        "CREATE TABLE IF NOT EXISTS dedupd.keys ("
+        "  namespace   text        NOT NULL,"
+        "  idem_key    text        NOT NULL,"
+        "  status      text        NOT NULL CHECK (status IN ('PENDING','DONE','FAILED','EXPIRED')),"
+        "  fingerprint bytea,"
+        "  response    text,"
+        "  topic       text,"
+        "  partition   integer,"
+        "  \"offset\"    bigint,"
+        "  attempts    integer     NOT NULL DEFAULT 1,"
+        "  owner       text,"
+        "  lease_until timestamptz,"
+        "  created_at  timestamptz NOT NULL DEFAULT now(),"
+        "  updated_at  timestamptz NOT NULL DEFAULT now(),"
+        "  expires_at  timestamptz,"
+        "  PRIMARY KEY (namespace, idem_key)"
+        ");"
+        "CREATE TABLE IF NOT EXISTS dedupd.offsets ("
+        "  namespace     text        NOT NULL,"
+        "  topic         text        NOT NULL,"
+        "  partition     integer     NOT NULL,"
+        "  next_offset   bigint      NOT NULL,"
+        "  consumed      bigint      NOT NULL DEFAULT 0,"
+        "  applied       bigint      NOT NULL DEFAULT 0,"
+        "  rejected      bigint      NOT NULL DEFAULT 0,"
+        "  duplicates    bigint      NOT NULL DEFAULT 0,"
+        "  dead_lettered bigint      NOT NULL DEFAULT 0,"
+        "  updated_at    timestamptz NOT NULL DEFAULT now(),"
+        "  PRIMARY KEY (namespace, topic, partition)"
+        ");",
+};
+#define MIGRATION_CNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
+
+static void set_err(char *err, size_t errsz, PGconn *conn, const PGresult *res)
+{
+        const char *m = res ? PQresultErrorMessage(res) : NULL;
+        if (!m || !*m)
+                m = conn ? PQerrorMessage(conn) : "no connection";
+        snprintf(err, errsz, "%s", m);
+        /* libpq messages end with a newline; logs want one line. */
+        size_t l = strlen(err);
+        while (l && (err[l - 1] == '\n' || err[l - 1] == ' '))
+                err[--l] = '\0';
+}
+
+enum store_rc store_classify(PGconn *conn, const PGresult *res)
+{
+        const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+        if (!conn || PQstatus(conn) != CONNECTION_OK)
+                return STORE_CONN;
+        if (!state)
+                return res ? STORE_ERROR : STORE_CONN;
+        if (!strcmp(state, "40001") || !strcmp(state, "40P01") || !strcmp(state, "55P03"))
+                return STORE_RETRY;
+        /* 08: connection exceptions; 57P0x: admin shutdown, crash shutdown, cannot connect now */
+        if (!strncmp(state, "08", 2) || !strncmp(state, "57P", 3) || !strcmp(state, "53300"))
+                return STORE_CONN;
+        return STORE_ERROR;
+}
+
+static void describe_target(struct store *s)
+{
+        snprintf(s->target, sizeof(s->target), "%s:%s/%s",
+                 PQhost(s->conn) ? PQhost(s->conn) : "?", PQport(s->conn) ? PQport(s->conn) : "?",
+                 PQdb(s->conn) ? PQdb(s->conn) : "?");
+}
+
+enum store_rc store_connect(struct store *s, const char *conninfo, char *err, size_t errsz)
+{
+        if (s->conn)
+                PQfinish(s->conn);
+        if (conninfo && conninfo != s->conninfo) {
+                free(s->conninfo);
+                s->conninfo = strdup(conninfo);
+        }
+        s->conn = PQconnectdb(s->conninfo);
+        if (PQstatus(s->conn) != CONNECTION_OK) {
+                /* PQerrorMessage names host and port, never the password. */
+                set_err(err, errsz, s->conn, NULL);
+                PQfinish(s->conn);
+                s->conn = NULL;
+                return STORE_CONN;
+        }
+        describe_target(s);
+        PGresult *r = PQexec(s->conn, "SET application_name = 'dedupd'");
+        PQclear(r);
+        return STORE_OK;
+}
+
+void store_close(struct store *s)
+{
+        if (s->conn)
+                PQfinish(s->conn);
+        s->conn = NULL;
+        free(s->conninfo);
+        s->conninfo = NULL;
+}
+
+int store_ok(const struct store *s) { return s->conn && PQstatus(s->conn) == CONNECTION_OK; }
+
+enum store_rc store_exec(struct store *s, const char *sql, char *err, size_t errsz)
+{
+        PGresult *r;
+        enum store_rc rc = STORE_OK;
+        if (!s->conn) {
+                snprintf(err, errsz, "not connected");
+                return STORE_CONN;
+        }
+        r = PQexec(s->conn, sql);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
+                set_err(err, errsz, s->conn, r);
+                rc = store_classify(s->conn, r);
+        }
+        PQclear(r);
+        return rc;
+}
+
+enum store_rc store_begin(struct store *s, char *err, size_t errsz)
+{
+        return store_exec(s, "BEGIN", err, errsz);
+}
+
+enum store_rc store_commit(struct store *s, char *err, size_t errsz)
+{
+        return store_exec(s, "COMMIT", err, errsz);
+}
+
+void store_rollback(struct store *s)
+{
+        char err[256];
+        if (s->conn && PQtransactionStatus(s->conn) != PQTRANS_IDLE &&
+            PQstatus(s->conn) == CONNECTION_OK)
+                store_exec(s, "ROLLBACK", err, sizeof(err));
+}
+
+/* Run a parameterised statement; all parameters are text. */
+static enum store_rc run(struct store *s, const char *sql, int nparams, const char *const *params,
+                         PGresult **out, char *err, size_t errsz)
+{
+        PGresult *r;
+        enum store_rc rc = STORE_OK;
+        if (!s->conn) {
+                snprintf(err, errsz, "not connected");
+                return STORE_CONN;
+        }
+        r = PQexecParams(s->conn, sql, nparams, NULL, params, NULL, NULL, 0);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
+                set_err(err, errsz, s->conn, r);
+                rc = store_classify(s->conn, r);
+                PQclear(r);
+                return rc;
+        }
+        if (out)
+                *out = r;
+        else
+                PQclear(r);
+        return rc;
+}
+
+enum store_rc store_migrate(struct store *s, char *err, size_t errsz)
+{
+        enum store_rc rc;
+        PGresult *r = NULL;
+        int applied = 0;
+
+        if ((rc = store_begin(s, err, errsz)))
+                return rc;
+        /* Serialise concurrent starters; the lock ends with the transaction. */
+        if ((rc = store_exec(s, "SELECT pg_advisory_xact_lock(hashtext('dedupd.migrate'))", err, errsz)) ||
+            (rc = store_exec(s, "CREATE SCHEMA IF NOT EXISTS dedupd", err, errsz)) ||
+            (rc = store_exec(s,
+                             "CREATE TABLE IF NOT EXISTS dedupd.schema_migrations ("
+                             " version integer PRIMARY KEY,"
+                             " applied_at timestamptz NOT NULL DEFAULT now())",
+                             err, errsz)) ||
+            (rc = run(s, "SELECT coalesce(max(version), 0) FROM dedupd.schema_migrations", 0, NULL, &r,
+                      err, errsz)))
+                goto error;
+        applied = atoi(PQgetvalue(r, 0, 0));
+        PQclear(r);
+        if (applied > MIGRATION_CNT) {
+                snprintf(err, errsz,
+                         "the database schema is at version %d but this dedupd knows only %d: "
+                         "it was migrated by a newer dedupd",
+                         applied, MIGRATION_CNT);
+                rc = STORE_ERROR;
+                goto error;
+        }
+        for (int v = applied + 1; v <= MIGRATION_CNT; v++) {
+                char vs[16];
+                const char *params[1] = {vs};
+                snprintf(vs, sizeof(vs), "%d", v);
+                if ((rc = store_exec(s, migrations[v - 1], err, errsz)) ||
+                    (rc = run(s, "INSERT INTO dedupd.schema_migrations (version) VALUES ($1::int)", 1,
+                              params, NULL, err, errsz)))
+                        goto error;
+                log_info("store", "applied schema migration %d", v);
+        }
+        return store_commit(s, err, errsz);
+error:
+        store_rollback(s);
+        return rc;
+}
+
+int store_schema_version(struct store *s, int *applied, int *known, char *err, size_t errsz)
+{
+        PGresult *r = NULL;
+        *known = MIGRATION_CNT;
+        *applied = 0;
+        if (run(s,
+                "SELECT CASE WHEN to_regclass('dedupd.schema_migrations') IS NULL THEN 0 "
+                "ELSE (SELECT coalesce(max(version), 0) FROM dedupd.schema_migrations) END",
+                0, NULL, &r, err, errsz))
+                return -1;
+        *applied = atoi(PQgetvalue(r, 0, 0));
+        PQclear(r);
+        return 0;
+}
+
+/* ---- array literals -------------------------------------------------------- */
+
+static void arr_grow(struct store_array *a, size_t need)
+{
+        if (a->len + need + 2 <= a->cap)
+                return;
+        size_t cap = a->cap ? a->cap : 256;
+        while (cap < a->len + need + 2)
+                cap *= 2;
+        char *p = realloc(a->p, cap);
+        if (!p)
+                abort(); /* out of memory building a statement: nothing sane to do */
+        a->p = p;
+        a->cap = cap;
+}
+
+static void arr_sep(struct store_array *a)
+{
+        arr_grow(a, 1);
+        a->p[a->len++] = a->cnt ? ',' : '{';
+        a->cnt++;
+}
+
+void store_array_text(struct store_array *a, const char *s)
+{
+        arr_sep(a);
+        if (!s) {
+                arr_grow(a, 4);
+                memcpy(a->p + a->len, "NULL", 4);
+                a->len += 4;
+                return;
+        }
+        arr_grow(a, 2 * strlen(s) + 2);
+        a->p[a->len++] = '"';
+        for (; *s; s++) {
+                if (*s == '"' || *s == '\\')
+                        a->p[a->len++] = '\\';
+                a->p[a->len++] = *s;
+        }
+        a->p[a->len++] = '"';
+}
+
+void store_array_int(struct store_array *a, int64_t v)
+{
+        arr_sep(a);
+        arr_grow(a, 24);
+        a->len += (size_t)snprintf(a->p + a->len, 24, "%" PRId64, v);
+}
+
+const char *store_array_finish(struct store_array *a)
+{
+        arr_grow(a, 2);
+        if (!a->cnt)
+                a->p[a->len++] = '{';
+        a->p[a->len++] = '}';
+        a->p[a->len] = '\0';
+        return a->p;
+}
+
+void store_array_free(struct store_array *a)
+{
+        free(a->p);
+        memset(a, 0, sizeof(*a));
+}
+
+/* ---- the batch protocol ---------------------------------------------------- */
+
+enum store_rc store_claim(struct store *s, const char *ns, size_t n, const char *const *keys,
+                          const char *const *topics, const int32_t *parts, const int64_t *offsets,
+                          const char *const *fingerprints, int *fresh, char *err, size_t errsz)
+{
+        struct store_array k = {0}, t = {0}, p = {0}, o = {0}, f = {0};
+        PGresult *r = NULL;
+        enum store_rc rc;
+
+        for (size_t i = 0; i < n; i++) {
+                store_array_text(&k, keys[i]);
+                store_array_text(&t, topics[i]);
+                store_array_int(&p, parts[i]);
+                store_array_int(&o, offsets[i]);
+                store_array_text(&f, fingerprints[i]);
+                fresh[i] = 0;
+        }
+        const char *params[6] = {ns,
+                                 store_array_finish(&k),
+                                 store_array_finish(&t),
+                                 store_array_finish(&p),
+                                 store_array_finish(&o),
+                                 store_array_finish(&f)};
+        /* ORDER BY: rows are inserted, and their index entries locked, in key
+         * order, so two claimers of overlapping batches never deadlock. */
+        rc = run(s,
+                 "INSERT INTO dedupd.keys (namespace, idem_key, status, fingerprint, topic, partition, \"offset\")"
+                 " SELECT $1, u.k, 'PENDING', decode(u.f, 'hex'), u.t, u.p, u.o"
+                 " FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[]) AS u(k, t, p, o, f)"
+                 " ORDER BY u.k COLLATE \"C\""
+                 " ON CONFLICT (namespace, idem_key) DO NOTHING"
+                 " RETURNING idem_key",
+                 6, params, &r, err, errsz);
+        if (rc == STORE_OK) {
+                /* keys are sorted bytewise (as the C collation above): search. */
+                for (int row = 0; row < PQntuples(r); row++) {
+                        const char *got = PQgetvalue(r, row, 0);
+                        size_t lo = 0, hi = n;
+                        while (lo < hi) {
+                                size_t mid = lo + (hi - lo) / 2;
+                                int c = strcmp(keys[mid], got);
+                                if (c == 0) {
+                                        fresh[mid] = 1;
+                                        break;
+                                }
+                                if (c < 0)
+                                        lo = mid + 1;
+                                else
+                                        hi = mid;
+                        }
+                }
+                PQclear(r);
+        }
+        store_array_free(&k);
+        store_array_free(&t);
+        store_array_free(&p);
+        store_array_free(&o);
+        store_array_free(&f);
+        return rc;
+}
+
+enum store_rc store_record(struct store *s, const char *ns, size_t n, const char *const *keys,
+                           const char *const *statuses, const char *const *responses, char *err,
+                           size_t errsz)
+{
+        struct store_array k = {0}, st = {0}, rs = {0};
+        enum store_rc rc;
+
+        if (n == 0)
+                return STORE_OK;
+        for (size_t i = 0; i < n; i++) {
+                store_array_text(&k, keys[i]);
+                store_array_text(&st, statuses[i]);
+                store_array_text(&rs, responses[i]);
+        }
+        const char *params[4] = {ns, store_array_finish(&k), store_array_finish(&st),
+                                 store_array_finish(&rs)};
+        rc = run(s,
+                 "UPDATE dedupd.keys AS d SET status = u.s, response = u.r, updated_at = now()"
+                 " FROM unnest($2::text[], $3::text[], $4::text[]) AS u(k, s, r)"
+                 " WHERE d.namespace = $1 AND d.idem_key = u.k",
+                 4, params, NULL, err, errsz);
+        store_array_free(&k);
+        store_array_free(&st);
+        store_array_free(&rs);
+        return rc;
+}
+
+enum store_rc store_outcomes(struct store *s, const char *ns, size_t n, const char *const *keys,
+                             store_outcome_cb *cb, void *opaque, char *err, size_t errsz)
+{
+        struct store_array k = {0};
+        PGresult *r = NULL;
+        enum store_rc rc;
+
+        if (n == 0)
+                return STORE_OK;
+        for (size_t i = 0; i < n; i++)
+                store_array_text(&k, keys[i]);
+        const char *params[2] = {ns, store_array_finish(&k)};
+        rc = run(s,
+                 "SELECT idem_key, status, response FROM dedupd.keys"
+                 " WHERE namespace = $1 AND idem_key = ANY($2::text[])",
+                 2, params, &r, err, errsz);
+        if (rc == STORE_OK) {
+                for (int row = 0; row < PQntuples(r); row++)
+                        cb(opaque, PQgetvalue(r, row, 0), PQgetvalue(r, row, 1),
+                           PQgetisnull(r, row, 2) ? NULL : PQgetvalue(r, row, 2));
+                PQclear(r);
+        }
+        store_array_free(&k);
+        return rc;
+}
+
+enum store_rc store_progress(struct store *s, const char *ns, size_t n,
+                             const struct store_progress *p, char *err, size_t errsz)
+{
+        struct store_array a[8] = {{0}};
+        enum store_rc rc;
+
+        if (n == 0)
+                return STORE_OK;
+        for (size_t i = 0; i < n; i++) {
+                store_array_text(&a[0], p[i].topic);
+                store_array_int(&a[1], p[i].partition);
+                store_array_int(&a[2], p[i].next_offset);
+                store_array_int(&a[3], p[i].consumed);
+                store_array_int(&a[4], p[i].applied);
+                store_array_int(&a[5], p[i].rejected);
+                store_array_int(&a[6], p[i].duplicates);
+                store_array_int(&a[7], p[i].dead_lettered);
+        }
+        const char *params[9] = {ns};
+        for (int i = 0; i < 8; i++)
+                params[i + 1] = store_array_finish(&a[i]);
+        /* Sorted by partition so concurrent owners (a zombie and its
+         * successor) lock rows in the same order. GREATEST: never backwards. */
+        rc = run(s,
+                 "INSERT INTO dedupd.offsets AS o (namespace, topic, partition, next_offset, consumed,"
+                 " applied, rejected, duplicates, dead_lettered)"
+                 " SELECT $1, u.t, u.p, u.o, u.c, u.a, u.r, u.d, u.q"
+                 " FROM unnest($2::text[], $3::int[], $4::bigint[], $5::bigint[], $6::bigint[],"
+                 " $7::bigint[], $8::bigint[], $9::bigint[]) AS u(t, p, o, c, a, r, d, q)"
+                 " ORDER BY u.t, u.p"
+                 " ON CONFLICT (namespace, topic, partition) DO UPDATE SET"
+                 " next_offset = GREATEST(o.next_offset, EXCLUDED.next_offset),"
+                 " consumed = o.consumed + EXCLUDED.consumed,"
+                 " applied = o.applied + EXCLUDED.applied,"
+                 " rejected = o.rejected + EXCLUDED.rejected,"
+                 " duplicates = o.duplicates + EXCLUDED.duplicates,"
+                 " dead_lettered = o.dead_lettered + EXCLUDED.dead_lettered,"
+                 " updated_at = now()",
+                 9, params, NULL, err, errsz);
+        for (int i = 0; i < 8; i++)
+                store_array_free(&a[i]);
+        return rc;
+}
+
+enum store_rc store_offsets_get(struct store *s, const char *ns, const char *topic, size_t n,
+                                const int32_t *parts, int64_t *out, char *err, size_t errsz)
+{
+        PGresult *r = NULL;
+        const char *params[2] = {ns, topic};
+        enum store_rc rc;
+
+        for (size_t i = 0; i < n; i++)
+                out[i] = -1;
+        rc = run(s,
+                 "SELECT partition, next_offset FROM dedupd.offsets WHERE namespace = $1 AND topic = $2",
+                 2, params, &r, err, errsz);
+        if (rc)
+                return rc;
+        for (int row = 0; row < PQntuples(r); row++) {
+                int32_t part = (int32_t)atoi(PQgetvalue(r, row, 0));
+                for (size_t i = 0; i < n; i++)
+                        if (parts[i] == part)
+                                out[i] = strtoll(PQgetvalue(r, row, 1), NULL, 10);
+        }
+        PQclear(r);
+        return STORE_OK;
+}

@@ -1,0 +1,90 @@
+/* store: everything dedupd says to PostgreSQL — schema migrations, claims, outcomes, offsets. */
+#ifndef DEDUPD_STORE_H
+#define DEDUPD_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libpq-fe.h>
+
+/** How a failed statement should be treated. */
+enum store_rc {
+        STORE_OK = 0,
+        STORE_RETRY, /* serialization failure, deadlock, lock timeout: roll back, retry */
+        STORE_CONN,  /* connection lost or server shutting down: reconnect, retry */
+        STORE_ERROR, /* anything else: roll back, log, retry with backoff */
+};
+
+struct store {
+        PGconn *conn;
+        char *conninfo;
+        char target[160]; /* "host:port/db" for logs: never the conninfo (secrets) */
+};
+
+/** Connect (does not log the conninfo). */
+enum store_rc store_connect(struct store *s, const char *conninfo, char *err, size_t errsz);
+void store_close(struct store *s);
+/** 1 when the connection is usable. */
+int store_ok(const struct store *s);
+
+/** Apply the numbered schema migrations not yet applied (idempotent,
+ *  serialised by an advisory lock so concurrent starters are safe). */
+enum store_rc store_migrate(struct store *s, char *err, size_t errsz);
+/** Highest applied and highest known migration. */
+int store_schema_version(struct store *s, int *applied, int *known, char *err, size_t errsz);
+
+enum store_rc store_exec(struct store *s, const char *sql, char *err, size_t errsz);
+enum store_rc store_begin(struct store *s, char *err, size_t errsz);
+enum store_rc store_commit(struct store *s, char *err, size_t errsz);
+void store_rollback(struct store *s);
+
+/** Classify a failed result (or a NULL result) on conn. */
+enum store_rc store_classify(PGconn *conn, const PGresult *res);
+
+/** A PostgreSQL array literal built element by element (NULL-able). */
+struct store_array {
+        char *p;
+        size_t len, cap;
+        size_t cnt;
+};
+void store_array_text(struct store_array *a, const char *s); /* s may be NULL */
+void store_array_int(struct store_array *a, int64_t v);
+const char *store_array_finish(struct store_array *a);
+void store_array_free(struct store_array *a);
+
+/**
+ * Claim keys (already unique and sorted) in one statement. fresh[i] is set
+ * to 1 for each key this transaction inserted, 0 for a conflict.
+ */
+enum store_rc store_claim(struct store *s, const char *ns, size_t n, const char *const *keys,
+                          const char *const *topics, const int32_t *parts, const int64_t *offsets,
+                          const char *const *fingerprints, int *fresh, char *err, size_t errsz);
+
+/** Final status ("DONE"/"FAILED") and first response of fresh keys. */
+enum store_rc store_record(struct store *s, const char *ns, size_t n, const char *const *keys,
+                           const char *const *statuses, const char *const *responses, char *err,
+                           size_t errsz);
+
+/** Stored outcome of keys seen before: callback per found key. */
+typedef void(store_outcome_cb)(void *opaque, const char *key, const char *status,
+                               const char *response);
+enum store_rc store_outcomes(struct store *s, const char *ns, size_t n, const char *const *keys,
+                             store_outcome_cb *cb, void *opaque, char *err, size_t errsz);
+
+/** One partition's progress in a batch. */
+struct store_progress {
+        const char *topic;
+        int32_t partition;
+        int64_t next_offset;
+        int64_t consumed, applied, rejected, duplicates, dead_lettered;
+};
+
+/** Upsert next offsets (never backwards) and add the counters. */
+enum store_rc store_progress(struct store *s, const char *ns, size_t n,
+                             const struct store_progress *p, char *err, size_t errsz);
+
+/** next_offset per partition of a topic: out[i] = -1 where no row exists. */
+enum store_rc store_offsets_get(struct store *s, const char *ns, const char *topic, size_t n,
+                                const int32_t *parts, int64_t *out, char *err, size_t errsz);
+
+#endif
