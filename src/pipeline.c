@@ -282,6 +282,16 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
                                 dc[j] = &ctxs[order[j]];
                         }
                         dedupd_result_t br = d->handle_batch(h->state, dc, dm, nfresh, res);
+                        if (PQstatus(conn) != CONNECTION_OK) {
+                                /* Not the messages' fault: no attempt is counted. */
+                                free(dm);
+                                free(dms);
+                                free(dc);
+                                free(res);
+                                snprintf(err, errsz, "database connection lost in the handler");
+                                ret = fail(s, STORE_CONN);
+                                goto out;
+                        }
                         if (br == DEDUPD_RETRY || PQtransactionStatus(conn) == PQTRANS_INERROR) {
                                 snprintf(err, errsz, "handle_batch asked to retry the batch%s",
                                          br == DEDUPD_RETRY ? "" : " (it left the transaction aborted)");

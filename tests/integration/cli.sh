@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# What an operator meets first: --help, config errors with file:line:column,
+# a bad handler refused before joining the group, inspect and stats.
+. "$(dirname "$0")/lib.sh"
+
+"$DEDUPD" --help | grep -q "Usage: dedupd -c FILE" || fail "dedupd --help"
+"$DEDUPCTL" --help | grep -q "inspect" || fail "dedupctl --help"
+rc=0; "$DEDUPD" >/dev/null 2>&1 || rc=$?
+assert_eq "$rc" 2 "dedupd without -c exits"
+
+T="pay_cli_$$"
+topic "$T" 1
+write_config "$WORK/good.yaml" "$T"
+"$DEDUPCTL" check -c "$WORK/good.yaml" >"$WORK/check.out" || fail "check of a good config failed: $(cat "$WORK/check.out")"
+grep -q "OK" "$WORK/check.out" || fail "check printed no OK"
+KAFKA_BOOTSTRAP=x PG_DSN=y "$DEDUPCTL" check -c "$ROOT/config/transfer.yaml" >/dev/null ||
+        fail "the shipped config/transfer.yaml does not pass check"
+log "ok: good configs pass check"
+
+# Every problem at once, each with file:line:column.
+cat >"$WORK/bad.yaml" <<'YAML'
+namespace: shop
+postgres:
+  conninfo: "${DEDUPD_SURELY_UNSET_VAR}"
+kafka:
+  bootstrap.servers: localhost:9092
+  group.id: g
+  session.timeout.ms: soon
+topics:
+  - name: orders
+    key:
+      subject: "{offset}"
+      action: PAY
+    handler:
+      path: /nonexistent/handler.so
+    batch:
+      max_messages: 0
+    colour: blue
+YAML
+rc=0
+"$DEDUPCTL" check -c "$WORK/bad.yaml" >"$WORK/bad.out" 2>&1 || rc=$?
+assert_eq "$rc" 1 "dedupctl check exit code on a bad config"
+cat "$WORK/bad.out"
+for want in "bad.yaml:3:13: 'postgres.conninfo': environment variable DEDUPD_SURELY_UNSET_VAR is not set" \
+        "bad.yaml:7:23: kafka.session.timeout.ms:" \
+        "bad.yaml:11:16: 'topics\[0\].key.subject': {offset} is refused" \
+        "bad.yaml:16:21: 'topics\[0\].batch.max_messages': 0 is out of range" \
+        "bad.yaml:17:5: unknown key 'topics\[0\].colour'"; do
+        grep -q "$want" "$WORK/bad.out" || fail "check output lacks: $want"
+done
+log "ok: every config error reported with file:line:column"
+
+# A handler that cannot be loaded: refused before the consumer joins the group.
+sed "s#path: \".*transfer.so\"#path: \"$WORK/missing.so\"#" "$WORK/good.yaml" >"$WORK/nohandler.yaml"
+rc=0
+"$DEDUPD" -c "$WORK/nohandler.yaml" >"$WORK/nohandler.log" 2>&1 || rc=$?
+assert_eq "$rc" 2 "dedupd exit code with a missing handler"
+grep -q "missing.so: cannot load" "$WORK/nohandler.log" || fail "no clear error for the missing handler"
+if grep -q "assigned" "$WORK/nohandler.log"; then fail "joined the group despite a bad handler"; fi
+for fx in "$BUILD"/tests/unit/fixture_wrong_abi.so "$BUILD"/tests/unit/wrong_abi.so; do
+        [[ -f $fx ]] || continue
+        sed "s#path: \".*transfer.so\"#path: \"$fx\"#" "$WORK/good.yaml" >"$WORK/abi.yaml"
+        rc=0
+        "$DEDUPCTL" check -c "$WORK/abi.yaml" >"$WORK/abi.out" 2>&1 || rc=$?
+        assert_eq "$rc" 1 "dedupctl check exit code with a wrong-ABI handler"
+        grep -q "ABI major version" "$WORK/abi.out" || fail "wrong ABI not named: $(cat "$WORK/abi.out")"
+done
+log "ok: bad handlers refused with the reason"
+
+# inspect and stats after a real run
+printf '%s\n' '{"order_id":"77","user_id":5,"amount":10}' '{"order_id":"77","user_id":5,"amount":10}' | "$KT" produce -t "$T"
+start d1 "$WORK/good.yaml"
+wait_done "$T"
+stop d1
+"$DEDUPCTL" inspect -c "$WORK/good.yaml" 77/PAY >"$WORK/inspect.out"
+grep -q "^status *DONE" "$WORK/inspect.out" || fail "inspect: $(cat "$WORK/inspect.out")"
+grep -q "^response *OK: debited 10" "$WORK/inspect.out" || fail "inspect shows no response"
+rc=0; "$DEDUPCTL" inspect -c "$WORK/good.yaml" nope/PAY >/dev/null 2>&1 || rc=$?
+assert_eq "$rc" 1 "inspect of an unknown key exits"
+"$DEDUPCTL" stats -c "$WORK/good.yaml" >"$WORK/stats.out"
+grep -q "DONE *| *1" "$WORK/stats.out" || fail "stats: $(cat "$WORK/stats.out")"
+log "ok: inspect and stats"

@@ -1,0 +1,179 @@
+# Shared helpers for the integration tests: real PostgreSQL, real Kafka.
+# Each test gets its own database, topics and consumer group, so tests never
+# see each other's rows. Sourced by tests/integration/*.sh.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${DEDUPD_BUILD:-$ROOT/build}
+if [[ ! -f $ROOT/.run/env ]]; then
+        echo "FAIL: services are not up (no $ROOT/.run/env): run scripts/services up" >&2
+        exit 1
+fi
+# shellcheck disable=SC1091
+. "$ROOT/.run/env"
+
+KT="$BUILD/tests/kafkatool"
+DEDUPD="$BUILD/dedupd"
+DEDUPCTL="$BUILD/dedupctl"
+TEST=$(basename "$0" .sh)
+ID="$(echo "$TEST" | tr -c 'a-z0-9\n' '_')_$$"
+WORK=$(mktemp -d "/tmp/dedupd-$TEST.XXXXXX")
+DB="it_$ID"
+TEST_DSN="${PG_DSN/dbname=dedupd/dbname=$DB}"
+declare -A PIDS=()
+FAILED=0
+
+log() { printf '[%s] %s\n' "$TEST" "$*"; }
+
+sql() { psql "$TEST_DSN" -X -q -t -A -v ON_ERROR_STOP=1 -c "$1"; }
+
+cleanup() {
+        local rc=$?
+        for name in "${!PIDS[@]}"; do
+                kill -9 "${PIDS[$name]}" 2>/dev/null || true
+        done
+        if [[ $rc -ne 0 || $FAILED -ne 0 ]]; then
+                for f in "$WORK"/*.log; do
+                        [[ -f $f ]] || continue
+                        echo "---- last lines of $f"
+                        tail -n 30 "$f"
+                done
+        fi
+        psql "$PG_DSN" -X -q -c "DROP DATABASE IF EXISTS \"$DB\" WITH (FORCE)" >/dev/null 2>&1 || true
+        rm -rf "$WORK"
+        exit $rc
+}
+trap cleanup EXIT
+
+psql "$PG_DSN" -X -q -c "CREATE DATABASE \"$DB\"" >/dev/null
+
+fail() {
+        echo "FAIL: $*" >&2
+        FAILED=1
+        exit 1
+}
+
+# assert_eq ACTUAL EXPECTED WHAT
+assert_eq() {
+        if [[ "$1" != "$2" ]]; then
+                fail "$3: expected '$2', got '$1'"
+        fi
+        log "ok: $3 = $1"
+}
+
+# topic NAME PARTITIONS: create the topic and its dead-letter topic
+topic() {
+        "$KT" create -t "$1" -p "$2" >/dev/null
+        "$KT" create -t "$1.dlq" -p 1 >/dev/null
+}
+
+# write_config FILE TOPIC [EXTRA_TOPIC_YAML]: a config for the transfer handler
+write_config() {
+        local file=$1 t=$2 extra=${3:-}
+        cat >"$file" <<EOF
+namespace: it-$ID
+log_level: ${LOG_LEVEL:-info}
+shutdown_timeout_ms: 15000
+postgres:
+  conninfo: "$TEST_DSN"
+  retry_max_ms: 1000
+kafka:
+  bootstrap.servers: "$KAFKA_BOOTSTRAP"
+  group.id: "grp-$ID"
+  session.timeout.ms: "6000"
+  heartbeat.interval.ms: "500"
+  topic.metadata.refresh.interval.ms: "2000"
+topics:
+  - name: $t
+    key:
+      subject: "{json:order_id}"
+      action: PAY
+    handler:
+      path: "$BUILD/transfer.so"
+      config:
+        seed_accounts: "${SEED_ACCOUNTS:-100}"
+        initial_balance: "${INITIAL_BALANCE:-1000}"
+    batch:
+      max_messages: ${BATCH_MAX:-200}
+      max_wait_ms: 20
+    retry:
+      backoff_ms: 50
+      backoff_max_ms: 500
+$extra
+EOF
+}
+
+# start NAME CONFIG: run dedupd in the background, log to $WORK/NAME.log
+start() {
+        "$DEDUPD" -c "$2" >>"$WORK/$1.log" 2>&1 &
+        PIDS[$1]=$!
+}
+
+# stop NAME: SIGTERM, expect exit 0
+stop() {
+        local pid=${PIDS[$1]} rc=0
+        kill -TERM "$pid" 2>/dev/null || true
+        wait "$pid" || rc=$?
+        unset "PIDS[$1]"
+        [[ $rc -eq 0 ]] || fail "dedupd $1 exited $rc after SIGTERM"
+}
+
+# crash NAME: SIGKILL, no cleanup at all
+crash() {
+        kill -9 "${PIDS[$1]}" 2>/dev/null || true
+        wait "${PIDS[$1]}" 2>/dev/null || true
+        unset "PIDS[$1]"
+}
+
+# produced TOPIC: number of records in the topic
+produced() { "$KT" offsets -t "$1" | awk '$1=="total"{print $2}'; }
+
+# progressed TOPIC: sum of the database's next offsets (all partitions start at 0)
+progressed() { sql "SELECT coalesce(sum(next_offset),0) FROM dedupd.offsets WHERE topic = '$1'" 2>/dev/null || echo 0; }
+
+# wait_done TOPIC [SECONDS]: until the database has progressed over every record
+wait_done() {
+        local t=$1 secs=${2:-120} want got
+        want=$(produced "$t")
+        for ((i = 0; i < secs * 10; i++)); do
+                got=$(progressed "$t")
+                [[ $got == "$want" ]] && return 0
+                sleep 0.1
+        done
+        fail "timed out: database progressed $got of $want records of $t"
+}
+
+# kafka_lag TOPIC: lag of the test's group as Kafka sees it
+kafka_lag() { "$KT" offsets -t "$1" -g "grp-$ID" | awk '$1=="total"{print $4}'; }
+
+# check_invariants EXPECTED_KEYS_FILE: the guarantee, checked independently of dedupd's counters.
+# Every distinct key produced has exactly one ledger row (DONE) or none and a FAILED record;
+# no key is missing; no key has two effects; balances add up.
+check_invariants() {
+        local keys=$1
+        sql "CREATE TABLE expected (idem_key text PRIMARY KEY)"
+        psql "$TEST_DSN" -X -q -v ON_ERROR_STOP=1 -c "\\copy expected FROM '$keys'"
+        assert_eq "$(sql "SELECT count(*) FROM expected e LEFT JOIN dedupd.keys k USING (idem_key) WHERE k.idem_key IS NULL")" 0 "produced keys with no record"
+        assert_eq "$(sql "SELECT count(*) FROM (SELECT idem_key FROM transfer_ledger GROUP BY idem_key HAVING count(*) > 1) d")" 0 "keys with more than one effect"
+        assert_eq "$(sql "SELECT count(*) FROM dedupd.keys k WHERE status = 'DONE' AND NOT EXISTS (SELECT 1 FROM transfer_ledger l WHERE l.idem_key = k.idem_key)")" 0 "DONE keys without an effect"
+        assert_eq "$(sql "SELECT count(*) FROM dedupd.keys k WHERE status = 'FAILED' AND EXISTS (SELECT 1 FROM transfer_ledger l WHERE l.idem_key = k.idem_key)")" 0 "FAILED keys with an effect"
+        assert_eq "$(sql "SELECT count(*) FROM dedupd.keys WHERE status NOT IN ('DONE','FAILED')")" 0 "keys left PENDING"
+        assert_eq "$(sql "SELECT count(*) FROM transfer_ledger l WHERE NOT EXISTS (SELECT 1 FROM expected e WHERE e.idem_key = l.idem_key)")" 0 "effects for keys never produced"
+        assert_eq "$(sql "SELECT sum(a.balance) + (SELECT coalesce(sum(amount),0) FROM transfer_ledger) = count(*) * ${INITIAL_BALANCE:-1000} FROM account a")" t "balances plus debits equal the initial total"
+}
+
+# workload FILE KEYSFILE [MESSAGES] [ORDERS]: a payment workload with duplicates.
+# Every order appears once, then random orders again until MESSAGES; the same
+# order always carries the same payload (a redelivery, not a new request).
+# Users 1..50, amounts 10..70: with 1000 each, many orders are rejected.
+workload() {
+        local file=$1 keys=$2 msgs=${3:-10000} orders=${4:-7000}
+        awk -v m="$msgs" -v o="$orders" 'BEGIN {
+                srand(20261129);
+                for (i = 1; i <= m; i++) {
+                        n = (i <= o) ? i : int(rand() * o) + 1;
+                        printf "{\"order_id\":\"o-%d\",\"user_id\":%d,\"amount\":%d}\n", n, n % 50 + 1, (n % 7 + 1) * 10;
+                }
+        }' | shuf --random-source=<(yes) >"$file"
+        seq 1 "$orders" | sed 's#^#o-#; s#$#/PAY#' >"$keys"
+}

@@ -1,0 +1,420 @@
+/* kafkatool: the tests' own Kafka client — create topics, produce workloads, read offsets and dead letters. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <librdkafka/rdkafka.h>
+
+static const char *brokers;
+static int delivered, failed;
+
+static void die(const char *fmt, const char *arg) __attribute__((format(printf, 1, 0)));
+static void die(const char *fmt, const char *arg)
+{
+        fprintf(stderr, "kafkatool: ");
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+        fprintf(stderr, fmt, arg);
+#pragma GCC diagnostic pop
+        fprintf(stderr, "\n");
+        exit(1);
+}
+
+static rd_kafka_conf_t *base_conf(void)
+{
+        char err[512];
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        if (!brokers)
+                brokers = getenv("KAFKA_BOOTSTRAP");
+        if (!brokers)
+                die("%s", "-b BROKERS or KAFKA_BOOTSTRAP is required");
+        if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, err, sizeof(err)))
+                die("%s", err);
+        return conf;
+}
+
+static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+        (void)rk;
+        (void)opaque;
+        if (m->err) {
+                failed++;
+                fprintf(stderr, "kafkatool: delivery failed: %s\n", rd_kafka_err2str(m->err));
+        } else {
+                delivered++;
+        }
+}
+
+/* produce -t TOPIC [-H name=value]... : one message per stdin line, "KEY<TAB>VALUE"
+ * or just "VALUE" (no key). "\N" as VALUE means a null value (tombstone). */
+static int cmd_produce(int argc, char **argv)
+{
+        const char *topic = NULL;
+        char *hdrs[32];
+        int nh = 0, opt, partition = RD_KAFKA_PARTITION_UA;
+        char err[512];
+        while ((opt = getopt(argc, argv, "t:H:p:")) != -1) {
+                if (opt == 't')
+                        topic = optarg;
+                else if (opt == 'H' && nh < 32)
+                        hdrs[nh++] = optarg;
+                else if (opt == 'p')
+                        partition = atoi(optarg);
+        }
+        if (!topic)
+                die("%s", "produce: -t TOPIC required");
+        rd_kafka_conf_t *conf = base_conf();
+        rd_kafka_conf_set(conf, "enable.idempotence", "true", err, sizeof(err));
+        rd_kafka_conf_set(conf, "linger.ms", "5", err, sizeof(err));
+        rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+        if (!rk)
+                die("%s", err);
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t len;
+        long n = 0;
+        while ((len = getline(&line, &cap, stdin)) > 0) {
+                if (line[len - 1] == '\n')
+                        line[--len] = '\0';
+                char *key = NULL, *val = line, *tab = strchr(line, '\t');
+                if (tab) {
+                        *tab = '\0';
+                        key = line;
+                        val = tab + 1;
+                }
+                int null_value = !strcmp(val, "\\N");
+                rd_kafka_headers_t *h = rd_kafka_headers_new(nh + 1);
+                for (int i = 0; i < nh; i++) {
+                        char *eq = strchr(hdrs[i], '=');
+                        if (!eq)
+                                die("header '%s' is not name=value", hdrs[i]);
+                        rd_kafka_header_add(h, hdrs[i], eq - hdrs[i], eq + 1, -1);
+                }
+                rd_kafka_resp_err_t e;
+                do {
+                        e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
+                                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                              RD_KAFKA_V_KEY(key, key ? strlen(key) : 0),
+                                              RD_KAFKA_V_VALUE(null_value ? NULL : val,
+                                                               null_value ? 0 : strlen(val)),
+                                              RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
+                        if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                                rd_kafka_poll(rk, 50);
+                } while (e == RD_KAFKA_RESP_ERR__QUEUE_FULL);
+                if (e)
+                        die("produce: %s", rd_kafka_err2str(e));
+                rd_kafka_poll(rk, 0);
+                n++;
+        }
+        free(line);
+        rd_kafka_flush(rk, 60000);
+        rd_kafka_destroy(rk);
+        if (failed || delivered != n) {
+                fprintf(stderr, "kafkatool: %d of %ld messages not delivered\n", (int)(n - delivered), n);
+                return 1;
+        }
+        return 0;
+}
+
+static int cmd_create(int argc, char **argv)
+{
+        const char *topic = NULL;
+        int parts = 1, opt;
+        char err[512];
+        while ((opt = getopt(argc, argv, "t:p:")) != -1) {
+                if (opt == 't')
+                        topic = optarg;
+                else if (opt == 'p')
+                        parts = atoi(optarg);
+        }
+        if (!topic)
+                die("%s", "create: -t TOPIC required");
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, base_conf(), err, sizeof(err));
+        if (!rk)
+                die("%s", err);
+        rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, parts, 1, err, sizeof(err));
+        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+        rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+        int rc = 1;
+        if (ev) {
+                size_t cnt;
+                const rd_kafka_topic_result_t **res =
+                        rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &cnt);
+                if (rd_kafka_event_error(ev))
+                        fprintf(stderr, "kafkatool: create: %s\n", rd_kafka_event_error_string(ev));
+                else if (cnt == 1 && rd_kafka_topic_result_error(res[0]) &&
+                         rd_kafka_topic_result_error(res[0]) != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+                        fprintf(stderr, "kafkatool: create %s: %s\n", topic,
+                                rd_kafka_topic_result_error_string(res[0]));
+                else
+                        rc = 0;
+                rd_kafka_event_destroy(ev);
+        } else {
+                fprintf(stderr, "kafkatool: create %s: timed out\n", topic);
+        }
+        rd_kafka_NewTopic_destroy(nt);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_destroy(rk);
+        /* Wait until the topic's partitions have leaders. */
+        for (int i = 0; rc == 0 && i < 100; i++) {
+                rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, base_conf(), err, sizeof(err));
+                const struct rd_kafka_metadata *md;
+                rd_kafka_topic_t *t = rd_kafka_topic_new(p, topic, NULL);
+                int ready = 0;
+                if (rd_kafka_metadata(p, 0, t, &md, 5000) == 0) {
+                        if (md->topic_cnt == 1 && !md->topics[0].err &&
+                            md->topics[0].partition_cnt == parts) {
+                                ready = 1;
+                                for (int k = 0; k < parts; k++)
+                                        if (md->topics[0].partitions[k].leader < 0)
+                                                ready = 0;
+                        }
+                        rd_kafka_metadata_destroy(md);
+                }
+                rd_kafka_topic_destroy(t);
+                rd_kafka_destroy(p);
+                if (ready)
+                        break;
+                usleep(100000);
+        }
+        return rc;
+}
+
+static int partitions_of(rd_kafka_t *rk, const char *topic)
+{
+        const struct rd_kafka_metadata *md;
+        rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
+        int n = -1;
+        if (rd_kafka_metadata(rk, 0, t, &md, 10000) == 0) {
+                if (md->topic_cnt == 1 && !md->topics[0].err)
+                        n = md->topics[0].partition_cnt;
+                rd_kafka_metadata_destroy(md);
+        }
+        rd_kafka_topic_destroy(t);
+        if (n < 0)
+                die("cannot read metadata of topic %s", topic);
+        return n;
+}
+
+/* offsets -t TOPIC [-g GROUP]: "partition low high [committed]" per line and a
+ * final "total <sum of high - low> [lag <sum of high - committed>]". */
+static int cmd_offsets(int argc, char **argv)
+{
+        const char *topic = NULL, *group = NULL;
+        int opt;
+        char err[512];
+        while ((opt = getopt(argc, argv, "t:g:")) != -1) {
+                if (opt == 't')
+                        topic = optarg;
+                else if (opt == 'g')
+                        group = optarg;
+        }
+        if (!topic)
+                die("%s", "offsets: -t TOPIC required");
+        rd_kafka_conf_t *conf = base_conf();
+        if (group)
+                rd_kafka_conf_set(conf, "group.id", group, err, sizeof(err));
+        rd_kafka_t *rk = rd_kafka_new(group ? RD_KAFKA_CONSUMER : RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+        if (!rk)
+                die("%s", err);
+        int n = partitions_of(rk, topic);
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(n);
+        for (int p = 0; p < n; p++)
+                rd_kafka_topic_partition_list_add(l, topic, p);
+        if (group) {
+                rd_kafka_resp_err_t e = rd_kafka_committed(rk, l, 10000);
+                if (e)
+                        die("committed: %s", rd_kafka_err2str(e));
+        }
+        int64_t total = 0, lag = 0;
+        for (int p = 0; p < n; p++) {
+                int64_t lo, hi;
+                rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi, 10000);
+                if (e)
+                        die("watermarks: %s", rd_kafka_err2str(e));
+                total += hi - lo;
+                if (group) {
+                        int64_t c = l->elems[p].offset;
+                        lag += hi - (c >= 0 ? c : lo);
+                        printf("%d %" PRId64 " %" PRId64 " %" PRId64 "\n", p, lo, hi, c);
+                } else {
+                        printf("%d %" PRId64 " %" PRId64 "\n", p, lo, hi);
+                }
+        }
+        if (group)
+                printf("total %" PRId64 " lag %" PRId64 "\n", total, lag);
+        else
+                printf("total %" PRId64 "\n", total);
+        rd_kafka_topic_partition_list_destroy(l);
+        rd_kafka_destroy(rk);
+        return 0;
+}
+
+/* dump -t TOPIC: every record from the beginning to the current end, one line
+ * each: "partition offset key value" then "  header=value" lines. */
+static int cmd_dump(int argc, char **argv)
+{
+        const char *topic = NULL;
+        int opt;
+        char err[512];
+        while ((opt = getopt(argc, argv, "t:")) != -1)
+                if (opt == 't')
+                        topic = optarg;
+        if (!topic)
+                die("%s", "dump: -t TOPIC required");
+        rd_kafka_conf_t *conf = base_conf();
+        rd_kafka_conf_set(conf, "group.id", "kafkatool-dump", err, sizeof(err));
+        rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof(err));
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+        if (!rk)
+                die("%s", err);
+        int n = partitions_of(rk, topic);
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(n);
+        int64_t *hi = calloc((size_t)n, sizeof(*hi));
+        int64_t remaining = 0;
+        for (int p = 0; p < n; p++) {
+                int64_t lo;
+                rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi[p], 10000);
+                rd_kafka_topic_partition_list_add(l, topic, p)->offset = lo;
+                remaining += hi[p] - lo;
+        }
+        rd_kafka_assign(rk, l);
+        time_t deadline = time(NULL) + 60;
+        while (remaining > 0 && time(NULL) < deadline) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 500);
+                if (!m)
+                        continue;
+                if (!m->err && m->offset < hi[m->partition]) {
+                        printf("%d %" PRId64 " %.*s %.*s\n", m->partition, m->offset, (int)m->key_len,
+                               m->key ? (const char *)m->key : "", (int)m->len,
+                               m->payload ? (const char *)m->payload : "");
+                        rd_kafka_headers_t *h;
+                        if (!rd_kafka_message_headers(m, &h)) {
+                                const char *name;
+                                const void *v;
+                                size_t sz;
+                                for (size_t i = 0; !rd_kafka_header_get_all(h, i, &name, &v, &sz); i++)
+                                        printf("  %s=%.*s\n", name, (int)sz, v ? (const char *)v : "");
+                        }
+                        remaining--;
+                }
+                rd_kafka_message_destroy(m);
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        free(hi);
+        rd_kafka_consumer_close(rk);
+        rd_kafka_destroy(rk);
+        return remaining > 0 ? 1 : 0;
+}
+
+/* replay -t TOPIC: re-produce every record currently in the topic into the
+ * same topic, unchanged (key, value, headers), as a misbehaving producer would. */
+static int cmd_replay(int argc, char **argv)
+{
+        const char *topic = NULL;
+        int opt;
+        char err[512];
+        while ((opt = getopt(argc, argv, "t:")) != -1)
+                if (opt == 't')
+                        topic = optarg;
+        if (!topic)
+                die("%s", "replay: -t TOPIC required");
+        rd_kafka_conf_t *cconf = base_conf();
+        rd_kafka_conf_set(cconf, "group.id", "kafkatool-replay", err, sizeof(err));
+        rd_kafka_conf_set(cconf, "enable.auto.commit", "false", err, sizeof(err));
+        rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, cconf, err, sizeof(err));
+        rd_kafka_conf_t *pconf = base_conf();
+        rd_kafka_conf_set(pconf, "enable.idempotence", "true", err, sizeof(err));
+        rd_kafka_conf_set_dr_msg_cb(pconf, dr_cb);
+        rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, pconf, err, sizeof(err));
+        if (!c || !p)
+                die("%s", err);
+        int n = partitions_of(c, topic);
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(n);
+        int64_t *hi = calloc((size_t)n, sizeof(*hi));
+        int64_t remaining = 0, produced = 0;
+        for (int i = 0; i < n; i++) {
+                int64_t lo;
+                rd_kafka_query_watermark_offsets(c, topic, i, &lo, &hi[i], 10000);
+                rd_kafka_topic_partition_list_add(l, topic, i)->offset = lo;
+                remaining += hi[i] - lo;
+        }
+        rd_kafka_assign(c, l);
+        time_t deadline = time(NULL) + 120;
+        while (remaining > 0 && time(NULL) < deadline) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(c, 500);
+                rd_kafka_poll(p, 0);
+                if (!m)
+                        continue;
+                if (!m->err && m->offset < hi[m->partition]) {
+                        rd_kafka_headers_t *h = NULL;
+                        rd_kafka_message_detach_headers(m, &h);
+                        rd_kafka_resp_err_t e;
+                        do {
+                                e = rd_kafka_producev(p, RD_KAFKA_V_TOPIC(topic),
+                                                      RD_KAFKA_V_PARTITION(m->partition),
+                                                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                                      RD_KAFKA_V_KEY(m->key, m->key_len),
+                                                      RD_KAFKA_V_VALUE(m->payload, m->len),
+                                                      RD_KAFKA_V_HEADERS(h ? h : rd_kafka_headers_new(0)),
+                                                      RD_KAFKA_V_END);
+                                if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                                        rd_kafka_poll(p, 50);
+                        } while (e == RD_KAFKA_RESP_ERR__QUEUE_FULL);
+                        if (e)
+                                die("replay produce: %s", rd_kafka_err2str(e));
+                        produced++;
+                        remaining--;
+                }
+                rd_kafka_message_destroy(m);
+        }
+        rd_kafka_flush(p, 60000);
+        rd_kafka_consumer_close(c);
+        rd_kafka_destroy(c);
+        rd_kafka_destroy(p);
+        rd_kafka_topic_partition_list_destroy(l);
+        free(hi);
+        printf("replayed %" PRId64 " records\n", produced);
+        return remaining > 0 || failed ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+        if (argc < 2) {
+                fprintf(stderr,
+                        "usage: kafkatool [-b BROKERS] create|produce|offsets|dump|replay ...\n"
+                        "  create  -t TOPIC -p PARTITIONS\n"
+                        "  produce -t TOPIC [-p PARTITION] [-H name=value]...  < lines (KEY<TAB>VALUE or VALUE)\n"
+                        "  offsets -t TOPIC [-g GROUP]\n"
+                        "  dump    -t TOPIC\n"
+                        "  replay  -t TOPIC\n");
+                return 2;
+        }
+        int i = 1;
+        if (!strcmp(argv[1], "-b") && argc > 3) {
+                brokers = argv[2];
+                i = 3;
+        }
+        const char *cmd = argv[i];
+        argc -= i;
+        argv += i;
+        optind = 1;
+        if (!strcmp(cmd, "produce"))
+                return cmd_produce(argc, argv);
+        if (!strcmp(cmd, "create"))
+                return cmd_create(argc, argv);
+        if (!strcmp(cmd, "offsets"))
+                return cmd_offsets(argc, argv);
+        if (!strcmp(cmd, "dump"))
+                return cmd_dump(argc, argv);
+        if (!strcmp(cmd, "replay"))
+                return cmd_replay(argc, argv);
+        die("unknown command %s", cmd);
+        return 2;
+}
