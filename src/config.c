@@ -134,6 +134,13 @@ void config_errors_add(struct config_errors *errs, const char *file, int line, i
                 return;
         }
         errs->msgs = n;
+        long *p = realloc(errs->pos, (errs->cnt + 1) * sizeof(*p));
+        if (!p) {
+                free(full);
+                return;
+        }
+        errs->pos = p;
+        errs->pos[errs->cnt] = (long)line * 100000 + col;
         errs->msgs[errs->cnt++] = full;
 }
 
@@ -142,7 +149,9 @@ void config_errors_clear(struct config_errors *errs)
         for (size_t i = 0; i < errs->cnt; i++)
                 free(errs->msgs[i]);
         free(errs->msgs);
+        free(errs->pos);
         errs->msgs = NULL;
+        errs->pos = NULL;
         errs->cnt = 0;
 }
 
@@ -577,6 +586,22 @@ static void finish_topics(struct walk *w)
         }
 }
 
+/* Sort the messages added since `from` by their position in the file. */
+static void errors_sort(struct config_errors *errs, size_t from)
+{
+        for (size_t i = from + 1; i < errs->cnt; i++) {
+                char *m = errs->msgs[i];
+                long p = errs->pos[i];
+                size_t j = i;
+                for (; j > from && errs->pos[j - 1] > p; j--) {
+                        errs->msgs[j] = errs->msgs[j - 1];
+                        errs->pos[j] = errs->pos[j - 1];
+                }
+                errs->msgs[j] = m;
+                errs->pos[j] = p;
+        }
+}
+
 static struct config *load(const char *name, yaml_parser_t *parser, struct config_errors *errs)
 {
         yaml_document_t doc;
@@ -611,6 +636,8 @@ static struct config *load(const char *name, yaml_parser_t *parser, struct confi
                 finish_topics(&w);
         }
         yaml_document_delete(&doc);
+        /* Report in file order, whatever pass found the problem. */
+        errors_sort(errs, errs_before);
         if (errs->cnt > errs_before) {
                 config_free(cfg);
                 return NULL;

@@ -64,6 +64,7 @@ struct config {
 struct config_errors {
         char **msgs;
         size_t cnt;
+        long *pos; /* line * 100000 + column of each, for ordering */
 };
 
 void config_errors_add(struct config_errors *errs, const char *file, int line, int col,
