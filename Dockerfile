@@ -10,7 +10,7 @@ RUN cmake -S /src -B /build -G Ninja -DDEDUPD_TESTS=OFF && ninja -C /build
 
 FROM debian:12
 RUN apt-get update && apt-get install -y --no-install-recommends \
-      librdkafka++1 librdkafka1 libpq5 libyaml-0-2 libjansson4 libssl3 && \
+      librdkafka1 libpq5 libyaml-0-2 libjansson4 libssl3 && \
     rm -rf /var/lib/apt/lists/*
 COPY --from=build /build/dedupd /build/dedupctl /usr/local/bin/
 COPY --from=build /build/transfer.so /usr/local/lib/dedupd/
