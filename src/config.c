@@ -100,11 +100,20 @@ static const struct field postgres_fields[] = {
         END_FIELDS,
 };
 
+static int check_log_level(const char *v, char *err, size_t errsz)
+{
+        if (!strcmp(v, "error") || !strcmp(v, "warn") || !strcmp(v, "info") || !strcmp(v, "debug"))
+                return 0;
+        snprintf(err, errsz, "'%s' is not one of error, warn, info, debug", v);
+        return -1;
+}
+
 static const struct field top_fields[] = {
         {"namespace", F_STR, COFF(namespace), NULL, 1, 0, 0, NULL, NULL,
          "Dedup scope: the service's name. Not the consumer group, which changes with a "
          "blue/green deploy while the dedup record must not"},
-        {"log_level", F_STR, COFF(log_level), "info", 0, 0, 0, NULL, NULL, "error, warn, info or debug"},
+        {"log_level", F_STR, COFF(log_level), "info", 0, 0, 0, NULL, check_log_level,
+         "error, warn, info or debug"},
         {"shutdown_timeout_ms", F_INT, COFF(shutdown_timeout_ms), "10000", 0, 0, 600000, NULL, NULL,
          "Longest a clean shutdown may take before dedupd exits anyway"},
         {"postgres", F_SECTION, 0, NULL, 1, 0, 0, postgres_fields, NULL, "The database"},
@@ -234,7 +243,13 @@ struct walk {
         struct config_errors *errs;
         struct config *cfg;
         int kafka_seen;
+        int kafka_line, kafka_col; /* where `kafka:` entries start, for "missing" errors */
+        size_t tree_budget;        /* values left for handler config subtrees */
+        int tree_err;              /* reported a too deep/large subtree already */
 };
+
+#define TREE_MAX_DEPTH 64
+#define TREE_MAX_VALUES 100000
 
 #define NODE_LINE(n) ((int)(n)->start_mark.line + 1)
 #define NODE_COL(n) ((int)(n)->start_mark.column + 1)
@@ -324,9 +339,19 @@ static const yaml_node_t *node(struct walk *w, int idx)
         return yaml_document_get_node(w->doc, idx);
 }
 
-static json_t *tree_to_json(struct walk *w, const yaml_node_t *n, const char *path)
+static json_t *tree_to_json(struct walk *w, const yaml_node_t *n, const char *path, int depth)
 {
         json_t *j = NULL;
+        /* Aliases can make a tree recursive (&a [*a]) or explode in size. */
+        if (depth > TREE_MAX_DEPTH || w->tree_budget == 0) {
+                if (!w->tree_err)
+                        werr(w, n, "'%s' is nested deeper than %d levels or holds more than %d values "
+                                   "(a recursive YAML alias?)",
+                             path, TREE_MAX_DEPTH, TREE_MAX_VALUES);
+                w->tree_err = 1;
+                return json_null();
+        }
+        w->tree_budget--;
         if (n->type == YAML_SCALAR_NODE) {
                 char *v = scalar_value(w, n, path);
                 if (v)
@@ -337,18 +362,19 @@ static json_t *tree_to_json(struct walk *w, const yaml_node_t *n, const char *pa
         if (n->type == YAML_SEQUENCE_NODE) {
                 j = json_array();
                 for (yaml_node_item_t *it = n->data.sequence.items.start;
-                     it < n->data.sequence.items.top; it++)
-                        json_array_append_new(j, tree_to_json(w, node(w, *it), path));
+                     it < n->data.sequence.items.top && !w->tree_err; it++)
+                        json_array_append_new(j, tree_to_json(w, node(w, *it), path, depth + 1));
                 return j;
         }
         j = json_object();
-        for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+        for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+             p < n->data.mapping.pairs.top && !w->tree_err; p++) {
                 const yaml_node_t *k = node(w, p->key);
                 if (k->type != YAML_SCALAR_NODE) {
                         werr(w, k, "'%s': keys must be scalars", path);
                         continue;
                 }
-                json_object_set_new(j, scalar(k), tree_to_json(w, node(w, p->value), path));
+                json_object_set_new(j, scalar(k), tree_to_json(w, node(w, p->value), path, depth + 1));
         }
         return j;
 }
@@ -427,13 +453,17 @@ static void walk_map(struct walk *w, const yaml_node_t *map, const struct field 
                 }
                 case F_SECTION: {
                         char sub[256];
+                        if (v->type != YAML_MAPPING_NODE) {
+                                werr(w, v, "'%s' must be a mapping, not %s", path, node_kind(v));
+                                break;
+                        }
                         snprintf(sub, sizeof(sub), "%s.", path);
                         walk_map(w, v, f->sub, base, sub);
                         break;
                 }
                 case F_TREE:
                         json_decref(*(json_t **)slot);
-                        *(json_t **)slot = tree_to_json(w, v, path);
+                        *(json_t **)slot = tree_to_json(w, v, path, 0);
                         break;
                 case F_KV:
                         walk_kafka(w, v);
@@ -460,11 +490,13 @@ static void walk_map(struct walk *w, const yaml_node_t *map, const struct field 
 static void walk_kafka(struct walk *w, const yaml_node_t *n)
 {
         struct config *cfg = w->cfg;
-        w->kafka_seen = 1;
+        w->kafka_line = NODE_LINE(n);
+        w->kafka_col = NODE_COL(n);
         if (n->type != YAML_MAPPING_NODE) {
                 werr(w, n, "'kafka' must be a mapping of librdkafka properties, not %s", node_kind(n));
                 return;
         }
+        w->kafka_seen = 1;
         for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
                 const yaml_node_t *k = node(w, p->key), *v = node(w, p->value);
                 char path[256];
@@ -548,9 +580,11 @@ static void check_kafka(struct walk *w)
         }
         rd_kafka_conf_destroy(conf);
         if (!have_bootstrap)
-                config_errors_add(w->errs, w->file, 1, 1, "missing required key 'kafka.bootstrap.servers'");
+                config_errors_add(w->errs, w->file, w->kafka_line, w->kafka_col,
+                                  "missing required key 'kafka.bootstrap.servers'");
         if (!have_group)
-                config_errors_add(w->errs, w->file, 1, 1, "missing required key 'kafka.group.id'");
+                config_errors_add(w->errs, w->file, w->kafka_line, w->kafka_col,
+                                  "missing required key 'kafka.group.id'");
 }
 
 static void finish_topics(struct walk *w)
@@ -606,7 +640,7 @@ static struct config *load(const char *name, yaml_parser_t *parser, struct confi
 {
         yaml_document_t doc;
         struct config *cfg = calloc(1, sizeof(*cfg));
-        struct walk w = {name, &doc, errs, cfg, 0};
+        struct walk w = {name, &doc, errs, cfg, 0, 1, 1, TREE_MAX_VALUES, 0};
         size_t errs_before = errs->cnt;
 
         if (!cfg)
@@ -626,11 +660,6 @@ static struct config *load(const char *name, yaml_parser_t *parser, struct confi
                 config_errors_add(errs, name, 1, 1, "the file is empty");
         } else {
                 walk_map(&w, root, top_fields, cfg, "");
-                if (cfg->log_level && strcmp(cfg->log_level, "error") && strcmp(cfg->log_level, "warn") &&
-                    strcmp(cfg->log_level, "info") && strcmp(cfg->log_level, "debug"))
-                        config_errors_add(errs, name, 1, 1,
-                                          "log_level '%s' is not one of error, warn, info, debug",
-                                          cfg->log_level);
                 if (w.kafka_seen)
                         check_kafka(&w);
                 finish_topics(&w);

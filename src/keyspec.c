@@ -323,6 +323,23 @@ static int utf8_valid(const unsigned char *s, size_t n)
         return 1;
 }
 
+/* Values from the message are percent-encoded for '/' and '%', so the '/'
+ * between subject, action and request can never be forged by a value:
+ * subject "a/PAY/b" + request "c" and subject "a" + request "b/PAY/c"
+ * stay two different keys. */
+static int buf_add_value(struct buf *b, const char *s, size_t n)
+{
+        size_t start = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] != '/' && s[i] != '%')
+                        continue;
+                if (buf_add(b, s + start, i - start) || buf_add(b, s[i] == '/' ? "%2F" : "%25", 3))
+                        return -1;
+                start = i + 1;
+        }
+        return buf_add(b, s + start, n - start);
+}
+
 static int append_json(const struct part *p, json_t *root, struct buf *b, char *err,
                        size_t errsz)
 {
@@ -361,7 +378,7 @@ static int append_json(const struct part *p, json_t *root, struct buf *b, char *
                         seterr(err, errsz, "json field '%s' contains a NUL character", p->text);
                         return -1;
                 }
-                return buf_add(b, json_string_value(v), json_string_length(v));
+                return buf_add_value(b, json_string_value(v), json_string_length(v));
         case JSON_INTEGER:
                 snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
                 return buf_add(b, num, strlen(num));
@@ -392,7 +409,7 @@ static int append_bytes(const char *what, const void *data, size_t len, struct b
                 seterr(err, errsz, "%s is not valid UTF-8 text", what);
                 return -1;
         }
-        return buf_add(b, data, len);
+        return buf_add_value(b, data, len);
 }
 
 static int tmpl_render(const struct tmpl *t, const struct keyspec_input *in, json_t *root,

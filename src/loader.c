@@ -15,11 +15,19 @@ int loader_open(struct handler *h, const char *path, char *err, size_t errsz)
 {
         dedupd_handler_fn fn;
         const struct dedupd_handler *d;
+        char *rel = NULL;
 
         memset(h, 0, sizeof(*h));
         h->path = strdup(path);
+        /* dlopen() searches the library path for a name without a slash; a
+         * relative handler path is relative to the working directory. */
+        if (!strchr(path, '/') && asprintf(&rel, "./%s", path) < 0) {
+                snprintf(err, errsz, "handler %s: out of memory", path);
+                goto error;
+        }
         dlerror();
-        h->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        h->dl = dlopen(rel ? rel : path, RTLD_NOW | RTLD_LOCAL);
+        free(rel);
         if (!h->dl) {
                 /* dlerror names the missing file or the unresolved symbol. */
                 snprintf(err, errsz, "handler %s: cannot load: %s", path, dlerror());

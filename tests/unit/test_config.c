@@ -1,0 +1,728 @@
+/* test_config: the YAML configuration as an operator meets it — what loads,
+ * what the defaults are, and where (file:line:column) every mistake is reported. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "config.h"
+#include "keyspec.h"
+#include "unit.h"
+
+#ifndef FIXTURE_CONFIG_DIR
+#error "FIXTURE_CONFIG_DIR must be defined by the build"
+#endif
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static void print_errors(const struct config_errors *errs)
+{
+        print_message("%zu error(s):\n", errs->cnt);
+        for (size_t i = 0; i < errs->cnt; i++)
+                print_message("  %s\n", errs->msgs[i]);
+}
+
+/* Loads yaml that must be valid; fails the test with every message otherwise. */
+static struct config *load_ok(const char *yaml)
+{
+        struct config_errors errs = {0};
+        struct config *cfg = config_load_string("t.yaml", yaml, &errs);
+        if (!cfg || errs.cnt) {
+                print_errors(&errs);
+                config_errors_clear(&errs);
+                config_free(cfg);
+                fail_msg("the config was expected to load");
+        }
+        return cfg;
+}
+
+/* Loads yaml that must be refused; the messages are left in errs. */
+static void load_bad(const char *yaml, struct config_errors *errs)
+{
+        struct config *cfg = config_load_string("t.yaml", yaml, errs);
+        if (cfg) {
+                config_free(cfg);
+                config_errors_clear(errs);
+                fail_msg("the config loaded, but it was expected to be refused");
+        }
+        if (!errs->cnt)
+                fail_msg("refused without any message");
+}
+
+/* The message starting with prefix (and containing phrase, when given). */
+static const char *find_error(const struct config_errors *errs, const char *prefix,
+                              const char *phrase)
+{
+        for (size_t i = 0; i < errs->cnt; i++)
+                if (!strncmp(errs->msgs[i], prefix, strlen(prefix)) &&
+                    (!phrase || strstr(errs->msgs[i], phrase)))
+                        return errs->msgs[i];
+        return NULL;
+}
+
+#define assert_error(errs, prefix, phrase)                                     \
+        do {                                                                   \
+                if (!find_error((errs), (prefix), (phrase))) {                 \
+                        print_errors(errs);                                    \
+                        fail_msg("no error starting \"%s\"%s%s%s", (prefix),   \
+                                 (phrase) ? " containing \"" : "",             \
+                                 (phrase) ? (const char *)(phrase) : "",       \
+                                 (phrase) ? "\"" : "");                        \
+                }                                                              \
+        } while (0)
+
+static void derive_key(const struct keyspec *ks, const char *payload, const char *kafka_key,
+                       const struct dedupd_header *hdrs, size_t hcnt, char *out)
+{
+        char err[512];
+        struct keyspec_input in = {
+                payload, payload ? strlen(payload) : 0,
+                kafka_key, kafka_key ? strlen(kafka_key) : 0,
+                hdrs, hcnt,
+        };
+        assert_non_null(ks);
+        if (keyspec_derive(ks, &in, out, KEYSPEC_MAX_KEY_LEN + 1, err, sizeof(err)))
+                fail_msg("key derivation failed: %s", err);
+}
+
+/* ---- a valid configuration ------------------------------------------------- */
+
+static const char full_yaml[] =
+        "# dedupd, two topics\n"                                /*  1 */
+        "namespace: payments-service\n"                         /*  2 */
+        "log_level: debug\n"                                    /*  3 */
+        "postgres:\n"                                           /*  4 */
+        "  conninfo: \"host=127.0.0.1 dbname=dedupd\"\n"        /*  5 */
+        "kafka:\n"                                              /*  6 */
+        "  bootstrap.servers: \"127.0.0.1:9092\"\n"             /*  7 */
+        "  group.id: payments-dedupd\n"                         /*  8 */
+        "  session.timeout.ms: \"30000\"\n"                     /*  9 */
+        "topics:\n"                                             /* 10 */
+        "  - name: payments\n"                                  /* 11 */
+        "    key:\n"                                            /* 12 */
+        "      subject: \"{json:order_id}\"\n"                  /* 13 */
+        "      action: PAY\n"                                   /* 14 */
+        "      request: \"{header:request-id}\"\n"              /* 15 */
+        "    handler:\n"                                        /* 16 */
+        "      path: ./transfer.so\n"                           /* 17 */
+        "      config:\n"                                       /* 18 */
+        "        seed_accounts: 100\n"                          /* 19 */
+        "        accounts:\n"                                   /* 20 */
+        "          initial_balance: \"1000\"\n"                 /* 21 */
+        "          currency: EUR\n"                             /* 22 */
+        "        regions: [eu, us]\n"                           /* 23 */
+        "  - name: refunds\n"                                   /* 24 */
+        "    key:\n"                                            /* 25 */
+        "      subject: \"refund-{key}\"\n"                     /* 26 */
+        "    handler:\n"                                        /* 27 */
+        "      path: ./refund.so\n"                             /* 28 */
+        "    batch:\n"                                          /* 29 */
+        "      max_messages: 10\n"                              /* 30 */
+        "      max_wait_ms: 0\n"                                /* 31 */
+        "    retry:\n"                                          /* 32 */
+        "      max_attempts: 1\n"                               /* 33 */
+        "      backoff_ms: 500\n"                               /* 34 */
+        "      backoff_max_ms: 100\n"                           /* 35 */
+        "    dead_letter:\n"                                    /* 36 */
+        "      topic: refunds-dead\n"                           /* 37 */
+        "    max_payload_bytes: 2048\n";                        /* 38 */
+
+static void valid_full_config(void **state)
+{
+        struct config *cfg = load_ok(full_yaml);
+
+        assert_string_equal(cfg->path, "t.yaml");
+        assert_string_equal(cfg->namespace, "payments-service");
+        assert_string_equal(cfg->pg_conninfo, "host=127.0.0.1 dbname=dedupd");
+        assert_string_equal(cfg->log_level, "debug");
+        assert_int_equal(cfg->shutdown_timeout_ms, 10000);
+        assert_int_equal(cfg->db_retry_max_ms, 5000);
+
+        /* kafka: passed through verbatim, in file order, with their positions */
+        assert_int_equal(cfg->kafka_cnt, 3);
+        assert_string_equal(cfg->kafka[0].name, "bootstrap.servers");
+        assert_string_equal(cfg->kafka[0].value, "127.0.0.1:9092");
+        assert_int_equal(cfg->kafka[0].line, 7);
+        assert_string_equal(cfg->kafka[1].name, "group.id");
+        assert_string_equal(cfg->kafka[1].value, "payments-dedupd");
+        assert_string_equal(cfg->kafka[2].name, "session.timeout.ms");
+        assert_string_equal(cfg->kafka[2].value, "30000");
+        assert_int_equal(cfg->kafka[2].line, 9);
+        assert_int_equal(cfg->kafka[2].col, 23);
+
+        assert_int_equal(cfg->topic_cnt, 2);
+
+        /* payments: everything not written takes its default */
+        struct topic_conf *t = config_topic(cfg, "payments");
+        assert_ptr_equal(t, &cfg->topics[0]);
+        assert_string_equal(t->name, "payments");
+        assert_int_equal(t->line, 11);
+        assert_string_equal(t->key_subject, "{json:order_id}");
+        assert_string_equal(t->key_action, "PAY");
+        assert_string_equal(t->key_request, "{header:request-id}");
+        assert_non_null(t->keyspec);
+        assert_true(keyspec_needs_json(t->keyspec));
+        assert_string_equal(t->handler_path, "./transfer.so");
+        assert_int_equal(t->batch_max_messages, 500);
+        assert_int_equal(t->batch_max_wait_ms, 100);
+        assert_int_equal(t->retry_max_attempts, 5);
+        assert_int_equal(t->retry_backoff_ms, 200);
+        assert_int_equal(t->retry_backoff_max_ms, 10000);
+        assert_string_equal(t->dlq_topic, "payments.dlq");
+        assert_int_equal(t->max_payload_bytes, 1048576);
+
+        /* the handler's subtree: scalars as strings, by dotted path */
+        assert_non_null(t->handler_config);
+        assert_string_equal(config_tree_get(t->handler_config, "seed_accounts"), "100");
+        assert_string_equal(config_tree_get(t->handler_config, "accounts.initial_balance"), "1000");
+        assert_string_equal(config_tree_get(t->handler_config, "accounts.currency"), "EUR");
+        assert_null(config_tree_get(t->handler_config, "accounts"));  /* not a scalar */
+        assert_null(config_tree_get(t->handler_config, "regions"));   /* a list */
+        assert_null(config_tree_get(t->handler_config, "accounts.missing"));
+        assert_null(config_tree_get(t->handler_config, "seed_accounts.deeper"));
+        assert_null(config_tree_get(NULL, "seed_accounts"));
+        json_t *regions = json_object_get(t->handler_config, "regions");
+        assert_true(json_is_array(regions));
+        assert_int_equal(json_array_size(regions), 2);
+        assert_string_equal(json_string_value(json_array_get(regions, 1)), "us");
+
+        /* the compiled key is subject/action/request */
+        char key[KEYSPEC_MAX_KEY_LEN + 1];
+        struct dedupd_header h = {"request-id", "req-7", 5};
+        derive_key(t->keyspec, "{\"order_id\": \"o-1\"}", NULL, &h, 1, key);
+        assert_string_equal(key, "o-1/PAY/req-7");
+
+        /* refunds: every default overridden */
+        t = config_topic(cfg, "refunds");
+        assert_ptr_equal(t, &cfg->topics[1]);
+        assert_null(t->key_action);
+        assert_null(t->key_request);
+        assert_false(keyspec_needs_json(t->keyspec));
+        assert_null(t->handler_config);
+        assert_int_equal(t->batch_max_messages, 10);
+        assert_int_equal(t->batch_max_wait_ms, 0);
+        assert_int_equal(t->retry_max_attempts, 1);
+        assert_int_equal(t->retry_backoff_ms, 500);
+        assert_int_equal(t->retry_backoff_max_ms, 500); /* raised to backoff_ms */
+        assert_string_equal(t->dlq_topic, "refunds-dead");
+        assert_int_equal(t->max_payload_bytes, 2048);
+        derive_key(t->keyspec, NULL, "42", NULL, 0, key); /* a tombstone is fine: no JSON */
+        assert_string_equal(key, "refund-42");
+
+        assert_null(config_topic(cfg, "payments.dlq"));
+        config_free(cfg);
+}
+
+static void minimal_config_defaults(void **state)
+{
+        struct config *cfg = load_ok("namespace: svc\n"
+                                     "postgres: {conninfo: \"dbname=x\"}\n"
+                                     "kafka: {bootstrap.servers: \"b:9092\", group.id: g}\n"
+                                     "topics:\n"
+                                     "  - {name: t, key: {subject: \"{key}\"}, handler: {path: h.so}}\n");
+        assert_string_equal(cfg->log_level, "info");
+        assert_int_equal(cfg->shutdown_timeout_ms, 10000);
+        assert_int_equal(cfg->db_retry_max_ms, 5000);
+        assert_int_equal(cfg->kafka_cnt, 2);
+        assert_int_equal(cfg->topic_cnt, 1);
+        assert_string_equal(cfg->topics[0].dlq_topic, "t.dlq");
+        assert_int_equal(cfg->topics[0].batch_max_messages, 500);
+        assert_int_equal(cfg->topics[0].batch_max_wait_ms, 100);
+        assert_int_equal(cfg->topics[0].retry_max_attempts, 5);
+        assert_int_equal(cfg->topics[0].max_payload_bytes, 1048576);
+        config_free(cfg);
+}
+
+static void env_substitution(void **state)
+{
+        setenv("DEDUPD_TEST_HOST", "db.internal", 1);
+        setenv("DEDUPD_TEST_GROUP", "", 1);
+        setenv("DEDUPD_TEST_ACTION", "SHIP", 1);
+        unsetenv("DEDUPD_TEST_NS");
+        unsetenv("DEDUPD_TEST_TOPIC");
+        unsetenv("DEDUPD_TEST_DIR");
+        struct config *cfg = load_ok(
+                "namespace: \"${DEDUPD_TEST_NS:-default-ns}\"\n"
+                "postgres:\n"
+                "  conninfo: \"host=${DEDUPD_TEST_HOST} password=pa$$word$\"\n"
+                "kafka:\n"
+                "  bootstrap.servers: \"${DEDUPD_TEST_HOST}:9092\"\n"
+                "  group.id: \"${DEDUPD_TEST_GROUP:-fallback-group}\"\n"
+                "topics:\n"
+                "  - name: \"${DEDUPD_TEST_TOPIC:-orders}\"\n"
+                "    key:\n"
+                "      subject: \"{json:id}\"\n"
+                "      action: \"${DEDUPD_TEST_ACTION:-PAY}\"\n"
+                "    handler:\n"
+                "      path: \"${DEDUPD_TEST_DIR:-build}/h.so\"\n"
+                "      config:\n"
+                "        db: \"${DEDUPD_TEST_HOST}\"\n"
+                "        list: [\"${DEDUPD_TEST_ACTION}\"]\n"
+                "    max_payload_bytes: \"${DEDUPD_TEST_UNSET:-4096}\"\n");
+
+        assert_string_equal(cfg->namespace, "default-ns");            /* unset: default */
+        assert_string_equal(cfg->pg_conninfo, "host=db.internal password=pa$$word$"); /* bare $ kept */
+        assert_string_equal(cfg->kafka[0].value, "db.internal:9092");  /* set: substituted */
+        assert_string_equal(cfg->kafka[1].value, "fallback-group");    /* set but empty: default */
+        assert_string_equal(cfg->topics[0].name, "orders");
+        assert_string_equal(cfg->topics[0].dlq_topic, "orders.dlq");
+        assert_string_equal(cfg->topics[0].key_action, "SHIP");
+        assert_string_equal(cfg->topics[0].handler_path, "build/h.so");
+        assert_int_equal(cfg->topics[0].max_payload_bytes, 4096);
+        assert_string_equal(config_tree_get(cfg->topics[0].handler_config, "db"), "db.internal");
+        json_t *list = json_object_get(cfg->topics[0].handler_config, "list");
+        assert_string_equal(json_string_value(json_array_get(list, 0)), "SHIP");
+
+        char key[KEYSPEC_MAX_KEY_LEN + 1];
+        derive_key(cfg->topics[0].keyspec, "{\"id\": 9}", NULL, NULL, 0, key);
+        assert_string_equal(key, "9/SHIP");
+        config_free(cfg);
+        unsetenv("DEDUPD_TEST_GROUP");
+        unsetenv("DEDUPD_TEST_ACTION");
+}
+
+static void load_from_file(void **state)
+{
+        struct config_errors errs = {0};
+        struct config *cfg = config_load(FIXTURE_CONFIG_DIR "/full.yaml", &errs);
+        if (!cfg)
+                print_errors(&errs);
+        assert_non_null(cfg);
+        assert_int_equal(errs.cnt, 0);
+        assert_string_equal(cfg->path, FIXTURE_CONFIG_DIR "/full.yaml");
+        assert_string_equal(cfg->namespace, "payments-service");
+        assert_int_equal(cfg->shutdown_timeout_ms, 2500);
+        assert_int_equal(cfg->db_retry_max_ms, 1000);
+        assert_int_equal(cfg->topic_cnt, 2);
+        assert_string_equal(config_tree_get(config_topic(cfg, "payments")->handler_config,
+                                            "accounts.initial_balance"),
+                            "1000");
+        assert_int_equal(cfg->kafka[2].line, 12);
+        config_free(cfg);
+}
+
+static void file_errors_name_the_file(void **state)
+{
+        struct config_errors errs = {0};
+        struct config *cfg = config_load(FIXTURE_CONFIG_DIR "/invalid.yaml", &errs);
+        assert_null(cfg);
+        assert_int_equal(errs.cnt, 2);
+        assert_error(&errs, FIXTURE_CONFIG_DIR "/invalid.yaml:7:29: kafka.enable.auto.offset.store:",
+                     NULL);
+        assert_error(&errs, FIXTURE_CONFIG_DIR "/invalid.yaml:8:9: 'topics' is empty", NULL);
+        config_errors_clear(&errs);
+
+        cfg = config_load(FIXTURE_CONFIG_DIR "/no-such-file.yaml", &errs);
+        assert_null(cfg);
+        assert_int_equal(errs.cnt, 1);
+        assert_prefix(errs.msgs[0], FIXTURE_CONFIG_DIR "/no-such-file.yaml:");
+        assert_contains(errs.msgs[0], "cannot open: No such file or directory");
+        config_errors_clear(&errs);
+}
+
+/* ---- refused configurations ------------------------------------------------ */
+
+/* Building blocks; the comments give the line each one occupies in Y_HEAD Y_TOPICS. */
+#define Y_PG "postgres:\n  conninfo: host=db\n"                                 /* 2-3 */
+#define Y_KAFKA "kafka:\n  bootstrap.servers: b:9092\n  group.id: g\n"          /* 4-6 */
+#define Y_HEAD "namespace: svc\n" Y_PG Y_KAFKA                                  /* 1-6 */
+#define Y_TOPIC_START "topics:\n  - name: t\n    key:\n"                        /* 7-9 */
+#define Y_SUBJECT "      subject: \"{json:id}\"\n"                              /* 10 */
+#define Y_ACTION "      action: PAY\n"                                          /* 11 */
+#define Y_HANDLER "    handler:\n      path: ./h.so\n"                          /* 12-13 */
+#define Y_TOPICS Y_TOPIC_START Y_SUBJECT Y_ACTION Y_HANDLER                     /* 7-13 */
+
+struct err_case {
+        const char *name;
+        const char *yaml;
+        size_t nerr;        /* exactly this many messages */
+        const char *prefix; /* one message starts with "t.yaml:LINE:COL: message" */
+        const char *phrase; /* ...and contains this (optional) */
+        const char *also;   /* another message starting with this (optional) */
+};
+
+static const struct err_case err_cases[] = {
+        {"error: unknown top-level key",
+         Y_HEAD "colour: blue\n" Y_TOPICS, 1,
+         "t.yaml:7:1: unknown key 'colour'",
+         "(expected one of: namespace, log_level, shutdown_timeout_ms, postgres, kafka, topics)", NULL},
+        {"error: unknown key inside topics[0].key",
+         Y_HEAD Y_TOPIC_START Y_SUBJECT Y_ACTION "      flavour: salty\n" Y_HANDLER, 1,
+         "t.yaml:12:7: unknown key 'topics[0].key.flavour'",
+         "(expected one of: subject, action, request)", NULL},
+        {"error: misspelt key is reported with the key it leaves missing",
+         "namespace: svc\npostgres:\n  conn_info: host=db\n" Y_KAFKA Y_TOPICS, 2,
+         "t.yaml:3:3: unknown key 'postgres.conn_info'", "conninfo",
+         "t.yaml:3:3: missing required key 'postgres.conninfo'"},
+        {"error: duplicate top-level key",
+         Y_HEAD "namespace: other\n" Y_TOPICS, 1,
+         "t.yaml:7:1: duplicate key 'namespace'", NULL, NULL},
+        {"error: duplicate key inside a topic",
+         Y_HEAD Y_TOPIC_START Y_SUBJECT Y_ACTION "      action: REFUND\n" Y_HANDLER, 1,
+         "t.yaml:12:7: duplicate key 'topics[0].key.action'", NULL, NULL},
+        {"error: missing namespace",
+         "# namespace forgotten\n" Y_PG Y_KAFKA Y_TOPICS, 1,
+         "t.yaml:2:1: missing required key 'namespace'", NULL, NULL},
+        {"error: missing postgres.conninfo",
+         "namespace: svc\npostgres:\n  retry_max_ms: 100\n" Y_KAFKA Y_TOPICS, 1,
+         "t.yaml:3:3: missing required key 'postgres.conninfo'", NULL, NULL},
+        {"error: missing postgres section",
+         "namespace: svc\n" Y_KAFKA Y_TOPICS, 1,
+         "t.yaml:1:1: missing required key 'postgres.conninfo'", NULL, NULL},
+        {"error: missing kafka.group.id",
+         "namespace: svc\n" Y_PG "kafka:\n  bootstrap.servers: b:9092\n" Y_TOPICS, 1,
+         "t.yaml:5:3: missing required key 'kafka.group.id'", NULL, NULL},
+        {"error: empty kafka.group.id",
+         "namespace: svc\n" Y_PG "kafka:\n  bootstrap.servers: b:9092\n  group.id: \"\"\n" Y_TOPICS, 1,
+         "t.yaml:5:3: missing required key 'kafka.group.id'", NULL, NULL},
+        {"error: missing kafka.bootstrap.servers",
+         "namespace: svc\n" Y_PG "kafka:\n  group.id: g\n" Y_TOPICS, 1,
+         "t.yaml:5:3: missing required key 'kafka.bootstrap.servers'", NULL, NULL},
+        {"error: missing kafka section",
+         "namespace: svc\n" Y_PG Y_TOPICS, 1,
+         "t.yaml:1:1: missing required key 'kafka'", NULL, NULL},
+        {"error: missing topics",
+         Y_HEAD, 1,
+         "t.yaml:1:1: missing required key 'topics'", NULL, NULL},
+        {"error: empty topics list",
+         Y_HEAD "topics: []\n", 1,
+         "t.yaml:7:9: 'topics' is empty", "configure at least one topic", NULL},
+        {"error: topics is a mapping, not a list",
+         Y_HEAD "topics:\n  name: t\n", 1,
+         "t.yaml:8:3: 'topics' must be a list, not a mapping", NULL, NULL},
+        {"error: topic without key and handler",
+         Y_HEAD "topics:\n  - name: t\n", 2,
+         "t.yaml:8:5: missing required key 'topics[0].key.subject'", NULL,
+         "t.yaml:8:5: missing required key 'topics[0].handler.path'"},
+        {"error: mapping where a scalar is expected",
+         "namespace: svc\npostgres:\n  conninfo:\n    host: db\n" Y_KAFKA Y_TOPICS, 1,
+         "t.yaml:4:5: 'postgres.conninfo' must be a scalar, not a mapping", NULL, NULL},
+        {"error: list where a scalar is expected",
+         "namespace: [a, b]\n" Y_PG Y_KAFKA Y_TOPICS, 1,
+         "t.yaml:1:12: 'namespace' must be a scalar, not a list", NULL, NULL},
+        {"error: scalar where a mapping is expected",
+         Y_HEAD "topics:\n  - name: t\n    key: \"{json:id}\"\n" Y_HANDLER, 1,
+         "t.yaml:9:10: 'topics[0].key", "must be a mapping, not a scalar", NULL},
+        {"error: kafka is not a mapping",
+         "namespace: svc\n" Y_PG "kafka: b:9092\n" Y_TOPICS, 1,
+         "t.yaml:4:8: 'kafka' must be a mapping of librdkafka properties, not a scalar", NULL, NULL},
+        {"error: top level is a list",
+         "- namespace: svc\n", 1,
+         "t.yaml:1:1: 'top level' must be a mapping, not a list", NULL, NULL},
+        {"error: integer below range",
+         Y_HEAD Y_TOPICS "    batch:\n      max_messages: 0\n", 1,
+         "t.yaml:15:21: 'topics[0].batch.max_messages': 0 is out of range [1, 100000]", NULL, NULL},
+        {"error: integer above range",
+         Y_HEAD Y_TOPICS "    retry:\n      max_attempts: 1001\n", 1,
+         "t.yaml:15:21: 'topics[0].retry.max_attempts': 1001 is out of range [1, 1000]", NULL, NULL},
+        {"error: negative integer",
+         Y_HEAD Y_TOPICS "    max_payload_bytes: -1\n", 1,
+         "t.yaml:14:24: 'topics[0].max_payload_bytes': -1 is out of range [0, 2147483647]", NULL, NULL},
+        {"error: not an integer",
+         Y_HEAD Y_TOPICS "    batch:\n      max_wait_ms: 10ms\n", 1,
+         "t.yaml:15:20: 'topics[0].batch.max_wait_ms': '10ms' is not an integer", NULL, NULL},
+        {"error: integer too large for any int",
+         Y_HEAD "shutdown_timeout_ms: 99999999999999999999\n" Y_TOPICS, 1,
+         "t.yaml:7:22: 'shutdown_timeout_ms': '99999999999999999999' is not an integer", NULL, NULL},
+        {"error: empty integer",
+         Y_HEAD "shutdown_timeout_ms: \"\"\n" Y_TOPICS, 1,
+         "t.yaml:7:22: 'shutdown_timeout_ms': '' is not an integer", NULL, NULL},
+        {"error: key template {offset} is refused",
+         Y_HEAD Y_TOPIC_START "      subject: \"{offset}\"\n" Y_ACTION Y_HANDLER, 1,
+         "t.yaml:10:16: 'topics[0].key.subject': {offset} is refused", "deduplicates nothing", NULL},
+        {"error: key template {partition} in request is refused",
+         Y_HEAD Y_TOPIC_START Y_SUBJECT Y_ACTION "      request: \"{json:id}-{partition}\"\n" Y_HANDLER, 1,
+         "t.yaml:12:16: 'topics[0].key.request': {partition} is refused", "deduplicates nothing", NULL},
+        {"error: key template unknown source",
+         Y_HEAD Y_TOPIC_START Y_SUBJECT "      action: \"{foo}\"\n" Y_HANDLER, 1,
+         "t.yaml:11:15: 'topics[0].key.action': unknown key source '{foo}'",
+         "expected {json:PATH}, {header:NAME} or {key}", NULL},
+        {"error: key template unterminated brace",
+         Y_HEAD Y_TOPIC_START "      subject: \"{json:id\"\n" Y_ACTION Y_HANDLER, 1,
+         "t.yaml:10:16: 'topics[0].key.subject': unterminated '{'", NULL, NULL},
+        {"error: key template bad JSON path",
+         Y_HEAD Y_TOPIC_START "      subject: \"{json:a..b}\"\n" Y_ACTION Y_HANDLER, 1,
+         "t.yaml:10:16: 'topics[0].key.subject': JSON path 'a..b': empty member name", NULL, NULL},
+        {"error: empty key action",
+         Y_HEAD Y_TOPIC_START Y_SUBJECT "      action: \"\"\n" Y_HANDLER, 1,
+         "t.yaml:8:5: topic 't': key action is empty", NULL, NULL},
+        {"error: unset ${VAR}",
+         "namespace: svc\npostgres:\n  conninfo: \"${DEDUPD_TEST_UNSET}\"\n" Y_KAFKA Y_TOPICS, 1,
+         "t.yaml:3:13: 'postgres.conninfo': environment variable DEDUPD_TEST_UNSET is not set",
+         "use ${DEDUPD_TEST_UNSET:-default}", NULL},
+        {"error: unset ${VAR} in the handler config",
+         Y_HEAD Y_TOPICS "      config:\n        token: \"${DEDUPD_TEST_UNSET}\"\n", 1,
+         "t.yaml:15:16: 'topics[0].handler.config': environment variable DEDUPD_TEST_UNSET is not set",
+         NULL, NULL},
+        {"error: unset ${VAR} in a kafka property",
+         Y_HEAD "  sasl.password: \"${DEDUPD_TEST_UNSET}\"\n" Y_TOPICS, 1,
+         "t.yaml:7:18: 'kafka.sasl.password': environment variable DEDUPD_TEST_UNSET is not set",
+         NULL, NULL},
+        {"error: unterminated ${",
+         "namespace: svc\npostgres:\n  conninfo: \"${PG_DSN\"\n" Y_KAFKA Y_TOPICS, 1,
+         "t.yaml:3:13: 'postgres.conninfo': unterminated ${ in value", NULL, NULL},
+        {"error: enable.auto.offset.store is refused",
+         Y_HEAD "  enable.auto.offset.store: \"false\"\n" Y_TOPICS, 1,
+         "t.yaml:7:29: kafka.enable.auto.offset.store: dedupd stores offsets itself",
+         "only after the database COMMIT", NULL},
+        {"error: cooperative-sticky is refused",
+         Y_HEAD "  partition.assignment.strategy: cooperative-sticky\n" Y_TOPICS, 1,
+         "t.yaml:7:34: kafka.partition.assignment.strategy: cooperative-sticky has known bugs",
+         "use range or roundrobin", NULL},
+        {"error: YAML syntax, mapping value in a scalar",
+         "namespace: svc\npostgres:\n  conninfo: host=db\n    retry_max_ms: 5\n" Y_KAFKA Y_TOPICS, 1,
+         "t.yaml:4:17: YAML syntax: mapping values are not allowed", NULL, NULL},
+        {"error: YAML syntax, tab indentation",
+         "namespace: svc\npostgres:\n\tconninfo: host=db\n" Y_KAFKA Y_TOPICS, 1,
+         "t.yaml:3:1: YAML syntax:", "cannot start any token", NULL},
+        {"error: topic configured twice",
+         Y_HEAD Y_TOPICS "  - name: t\n    key:\n      subject: \"{key}\"\n"
+                         "    handler:\n      path: ./h2.so\n", 1,
+         "t.yaml:14:5: topic 't' is configured twice", NULL, NULL},
+        {"error: dead-letter topic is the topic itself",
+         Y_HEAD Y_TOPICS "    dead_letter:\n      topic: t\n", 1,
+         "t.yaml:8:5: topic 't': the dead-letter topic cannot be the topic itself", NULL, NULL},
+        {"error: unknown log level",
+         "namespace: svc\nlog_level: loud\n" Y_PG Y_KAFKA Y_TOPICS, 1,
+         "t.yaml:2:12: 'log_level': 'loud' is not one of error, warn, info, debug", NULL, NULL},
+        {"error: recursive alias in handler config",
+         Y_HEAD Y_TOPICS "      config: &a [*a]\n", 1, "t.yaml:14:", "recursive", NULL},
+        {"error: empty file",
+         "", 1, "t.yaml:1:1: the file is empty", NULL, NULL},
+        {"error: file with only comments",
+         "# nothing here yet\n", 1, "t.yaml:1:1: the file is empty", NULL, NULL},
+};
+
+static void err_case(void **state)
+{
+        const struct err_case *c = *state;
+        struct config_errors errs = {0};
+
+        load_bad(c->yaml, &errs);
+        assert_error(&errs, c->prefix, c->phrase);
+        if (c->also)
+                assert_error(&errs, c->also, NULL);
+        if (errs.cnt != c->nerr) {
+                print_errors(&errs);
+                fail_msg("expected %zu error(s), got %zu", c->nerr, errs.cnt);
+        }
+        config_errors_clear(&errs);
+}
+
+/* librdkafka's own wording reaches the operator unchanged, at the value's position. */
+static void kafka_errors_verbatim(void **state)
+{
+        static const struct {
+                const char *line, *name, *value, *where;
+        } props[] = {
+                {"  session.timeout.ms: abc\n", "session.timeout.ms", "abc", "t.yaml:7:23: "},
+                {"  no.such.property: 1\n", "no.such.property", "1", "t.yaml:7:21: "},
+                {"  auto.offset.reset: sideways\n", "auto.offset.reset", "sideways", "t.yaml:7:22: "},
+        };
+        for (size_t i = 0; i < sizeof(props) / sizeof(props[0]); i++) {
+                char yaml[1024], errstr[512], want[1024];
+                struct config_errors errs = {0};
+                rd_kafka_conf_t *conf = rd_kafka_conf_new();
+
+                assert_int_not_equal(rd_kafka_conf_set(conf, props[i].name, props[i].value, errstr,
+                                                       sizeof(errstr)),
+                                     RD_KAFKA_CONF_OK);
+                rd_kafka_conf_destroy(conf);
+                snprintf(want, sizeof(want), "%skafka.%s: %s", props[i].where, props[i].name, errstr);
+                snprintf(yaml, sizeof(yaml), "%s%s%s", Y_HEAD, props[i].line, Y_TOPICS);
+
+                load_bad(yaml, &errs);
+                if (errs.cnt != 1) {
+                        print_errors(&errs);
+                        fail_msg("expected 1 error, got %zu", errs.cnt);
+                }
+                assert_string_equal(errs.msgs[0], want);
+                config_errors_clear(&errs);
+        }
+}
+
+static void several_errors_at_once(void **state)
+{
+        struct config_errors errs = {0};
+
+        load_bad("namespace: svc\n"                     /*  1 */
+                 "colour: blue\n"                       /*  2 */
+                 "postgres:\n"                          /*  3 */
+                 "  conninfo: host=db\n"                /*  4 */
+                 "kafka:\n"                             /*  5 */
+                 "  bootstrap.servers: b:9092\n"        /*  6 */
+                 "  enable.auto.offset.store: false\n"  /*  7 */
+                 "topics:\n"                            /*  8 */
+                 "  - name: t\n"                        /*  9 */
+                 "    key:\n"                           /* 10 */
+                 "      subject: \"{offset}\"\n"        /* 11 */
+                 "    handler:\n"                       /* 12 */
+                 "      path: ./h.so\n"                 /* 13 */
+                 "    batch:\n"                         /* 14 */
+                 "      max_messages: 0\n"              /* 15 */
+                 "  - name: u\n"                        /* 16 */
+                 "    key:\n"                           /* 17 */
+                 "      subject: \"{key}\"\n"           /* 18 */
+                 "    handler: {}\n",                   /* 19 */
+                 &errs);
+        /* all of them, in file order, whichever check found them */
+        static const char *const want[] = {
+                "t.yaml:2:1: unknown key 'colour'",
+                "t.yaml:6:3: missing required key 'kafka.group.id'",
+                "t.yaml:7:29: kafka.enable.auto.offset.store:",
+                "t.yaml:11:16: 'topics[0].key.subject': {offset} is refused",
+                "t.yaml:15:21: 'topics[0].batch.max_messages': 0 is out of range",
+                "t.yaml:19:14: missing required key 'topics[1].handler.path'",
+        };
+        if (errs.cnt != sizeof(want) / sizeof(want[0])) {
+                print_errors(&errs);
+                fail_msg("expected %zu errors, got %zu", sizeof(want) / sizeof(want[0]), errs.cnt);
+        }
+        for (size_t i = 0; i < errs.cnt; i++)
+                assert_prefix(errs.msgs[i], want[i]);
+        config_errors_clear(&errs);
+}
+
+/* A load appends to errs; only its own problems make it fail. */
+static void errors_accumulate(void **state)
+{
+        struct config_errors errs = {0};
+        struct config *cfg;
+
+        config_errors_add(&errs, "other.yaml", 3, 4, "earlier problem %d", 42);
+        assert_int_equal(errs.cnt, 1);
+        assert_string_equal(errs.msgs[0], "other.yaml:3:4: earlier problem 42");
+
+        cfg = config_load_string("t.yaml", Y_HEAD Y_TOPICS, &errs);
+        assert_non_null(cfg);
+        assert_int_equal(errs.cnt, 1);
+        config_free(cfg);
+
+        cfg = config_load_string("t.yaml", Y_HEAD, &errs);
+        assert_null(cfg);
+        assert_int_equal(errs.cnt, 2);
+        assert_string_equal(errs.msgs[1], "t.yaml:1:1: missing required key 'topics'");
+
+        config_errors_clear(&errs);
+        assert_int_equal(errs.cnt, 0);
+        assert_null(errs.msgs);
+        config_errors_clear(&errs); /* twice is fine */
+        config_free(NULL);
+}
+
+static void reference_lists_every_key(void **state)
+{
+        char *text = NULL;
+        size_t len = 0;
+        FILE *fp = open_memstream(&text, &len);
+
+        assert_non_null(fp);
+        config_print_reference(fp);
+        fclose(fp);
+        assert_contains(text, "namespace");
+        assert_contains(text, "postgres.conninfo");
+        assert_contains(text, "topics[].key.subject");
+        assert_contains(text, "topics[].batch.max_messages");
+        assert_contains(text, "topics[].dead_letter.topic");
+        assert_contains(text, "1048576");
+        free(text);
+}
+
+/* ---- config_interpolate ------------------------------------------------------ */
+
+struct interp_case {
+        const char *name;
+        const char *in;
+        const char *want; /* NULL: refused */
+        const char *err;  /* phrase of the refusal */
+};
+
+static const struct interp_case interp_cases[] = {
+        {"interpolate: plain text", "host=db port=5432", "host=db port=5432", NULL},
+        {"interpolate: empty string", "", "", NULL},
+        {"interpolate: set variable", "${DEDUPD_TEST_HOST}", "db.internal", NULL},
+        {"interpolate: twice, with text around", "a-${DEDUPD_TEST_HOST}-b-${DEDUPD_TEST_HOST}-c",
+         "a-db.internal-b-db.internal-c", NULL},
+        {"interpolate: unset with default", "${DEDUPD_TEST_UNSET:-fallback}", "fallback", NULL},
+        {"interpolate: set ignores default", "${DEDUPD_TEST_HOST:-fallback}", "db.internal", NULL},
+        {"interpolate: set but empty takes default", "${DEDUPD_TEST_EMPTY:-fallback}", "fallback", NULL},
+        {"interpolate: set but empty, no default", "x${DEDUPD_TEST_EMPTY}y", "xy", NULL},
+        {"interpolate: empty default", "x${DEDUPD_TEST_UNSET:-}y", "xy", NULL},
+        {"interpolate: default containing :-", "${DEDUPD_TEST_UNSET:-a:-b}", "a:-b", NULL},
+        {"interpolate: $NAME without braces is literal", "$DEDUPD_TEST_HOST", "$DEDUPD_TEST_HOST", NULL},
+        {"interpolate: dollars are literal", "pa$$w0rd$", "pa$$w0rd$", NULL},
+        {"interpolate: value is not re-expanded", "${DEDUPD_TEST_DOLLAR}", "${DEDUPD_TEST_HOST}", NULL},
+        {"interpolate: unset variable", "host=${DEDUPD_TEST_UNSET}", NULL,
+         "environment variable DEDUPD_TEST_UNSET is not set (use ${DEDUPD_TEST_UNSET:-default} "
+         "for an optional value)"},
+        {"interpolate: unterminated", "x${DEDUPD_TEST_HOST", NULL, "unterminated ${ in value"},
+        {"interpolate: empty name", "${}", NULL, "empty variable name in ${}"},
+        {"interpolate: empty name with default", "${:-x}", NULL, "empty variable name in ${}"},
+};
+
+static void interp_case(void **state)
+{
+        const struct interp_case *c = *state;
+        char err[512] = "";
+        char *out = config_interpolate(c->in, err, sizeof(err));
+
+        if (c->want) {
+                if (!out)
+                        fail_msg("refused: %s", err);
+                assert_string_equal(out, c->want);
+        } else {
+                if (out) {
+                        print_message("got \"%s\"\n", out);
+                        free(out);
+                        fail_msg("expected a refusal");
+                }
+                assert_string_equal(err, c->err);
+        }
+        free(out);
+}
+
+static void interpolate_long_values(void **state)
+{
+        char big[5001], err[256];
+        memset(big, 'x', 5000);
+        big[5000] = '\0';
+        setenv("DEDUPD_TEST_LONG", big, 1);
+
+        char *out = config_interpolate("<${DEDUPD_TEST_LONG}|${DEDUPD_TEST_LONG}>", err, sizeof(err));
+        assert_non_null(out);
+        assert_int_equal(strlen(out), 10003);
+        assert_int_equal(out[0], '<');
+        assert_int_equal(out[5001], '|');
+        assert_int_equal(out[10002], '>');
+        assert_int_equal(strspn(out + 1, "x"), 5000);
+        free(out);
+        unsetenv("DEDUPD_TEST_LONG");
+}
+
+int main(void)
+{
+        static const struct CMUnitTest tests[] = {
+                cmocka_unit_test(valid_full_config),
+                cmocka_unit_test(minimal_config_defaults),
+                cmocka_unit_test(env_substitution),
+                cmocka_unit_test(load_from_file),
+                cmocka_unit_test(file_errors_name_the_file),
+                cmocka_unit_test(kafka_errors_verbatim),
+                cmocka_unit_test(several_errors_at_once),
+                cmocka_unit_test(errors_accumulate),
+                cmocka_unit_test(reference_lists_every_key),
+                cmocka_unit_test(interpolate_long_values),
+        };
+        struct unit_list l = {0};
+
+        setenv("DEDUPD_TEST_HOST", "db.internal", 1);
+        setenv("DEDUPD_TEST_EMPTY", "", 1);
+        setenv("DEDUPD_TEST_DOLLAR", "${DEDUPD_TEST_HOST}", 1);
+        unsetenv("DEDUPD_TEST_UNSET");
+
+        unit_add_tests(&l, tests, sizeof(tests) / sizeof(tests[0]));
+        unit_add_table(&l, err_case, err_cases);
+        unit_add_table(&l, interp_case, interp_cases);
+        return unit_run("config", &l);
+}
