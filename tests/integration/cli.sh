@@ -80,3 +80,12 @@ assert_eq "$rc" 1 "inspect of an unknown key exits"
 "$DEDUPCTL" stats -c "$WORK/good.yaml" >"$WORK/stats.out"
 grep -q "DONE *| *1" "$WORK/stats.out" || fail "stats: $(cat "$WORK/stats.out")"
 log "ok: inspect and stats"
+
+# Secrets never reach a log: a password in the conninfo of an unreachable database.
+sed "s#conninfo: \".*\"#conninfo: \"host=127.0.0.1 port=1 dbname=x user=u password=S3cretXYZ\"#" "$WORK/good.yaml" >"$WORK/secret.yaml"
+start s1 "$WORK/secret.yaml"
+sleep 1.5
+stop s1
+grep -q "database unavailable" "$WORK/s1.log" || fail "the unreachable database was not reported"
+if grep -q "S3cretXYZ" "$WORK/s1.log"; then fail "the password reached the log"; fi
+log "ok: the password is not in the log"
