@@ -8,6 +8,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "fault.h"
 #include "log.h"
 
 #define POLL_SLICE_MS 100
@@ -369,9 +370,11 @@ static void process(struct consumer *c, size_t t, volatile sig_atomic_t *stop)
                 size_t nc = 0;
 
                 err[0] = '\0';
+                fault_point("after_poll");
                 enum pl_rc rc = pipeline_process(c->pl, t, b->msgs, n, commits, &nc, err, sizeof(err));
                 if (rc == PL_OK) {
                         acknowledge(c, commits, nc);
+                        fault_point("after_ack");
                         for (size_t i = 0; i < n; i++)
                                 msg_free(b->msgs[i]);
                         memmove(b->msgs, b->msgs + n, (b->cnt - n) * sizeof(*b->msgs));

@@ -8,6 +8,7 @@
 
 #include <openssl/sha.h>
 
+#include "fault.h"
 #include "host.h"
 #include "keyspec.h"
 #include "log.h"
@@ -157,7 +158,8 @@ static struct store_progress *progress_of(struct store_progress *p, size_t *np, 
         for (size_t i = 0; i < *np; i++)
                 if (p[i].partition == partition)
                         return &p[i];
-        p[*np] = (struct store_progress){.topic = topic, .partition = partition, .next_offset = -1};
+        p[*np] = (struct store_progress){.topic = topic, .partition = partition, .next_offset = -1,
+                                         .from_offset = INT64_MAX};
         return &p[(*np)++];
 }
 
@@ -214,6 +216,7 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
                         ret = PL_DLQ_FAILED;
                         goto out;
                 }
+                fault_point("after_dlq");
                 for (size_t i = 0; i < ndlq; i++) {
                         dlq[i]->dead_lettered = 1;
                         log_warn(ctxname, "partition %d offset %lld dead-lettered to %s: %s",
@@ -245,6 +248,7 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
                 ret = fail(s, rc);
                 goto out;
         }
+        fault_point("after_claim");
         for (size_t i = 0; i < nreps; i++) {
                 if (fresh[i])
                         order[nfresh++] = reps[i];
@@ -282,6 +286,7 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
                                 dc[j] = &ctxs[order[j]];
                         }
                         dedupd_result_t br = d->handle_batch(h->state, dc, dm, nfresh, res);
+                        fault_point("in_handler");
                         if (PQstatus(conn) != CONNECTION_OK) {
                                 /* Not the messages' fault: no attempt is counted. */
                                 free(dm);
@@ -333,6 +338,7 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
                                                 m->key, m->key_len, m->value, m->value_len,
                                                 m->headers, m->header_cnt, m->idem_key};
                         dedupd_result_t r = d->handle(h->state, &ctxs[i], &dm);
+                        fault_point("in_handler");
                         int aborted = PQtransactionStatus(conn) == PQTRANS_INERROR;
 
                         snprintf(mctx, sizeof(mctx), "topic:%s/%d", m->topic, (int)m->partition);
@@ -396,6 +402,8 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
                 struct store_progress *p = progress_of(prog, &nprog, t->name, msgs[i]->partition);
                 if (msgs[i]->offset + 1 > p->next_offset)
                         p->next_offset = msgs[i]->offset + 1;
+                if (msgs[i]->offset < p->from_offset)
+                        p->from_offset = msgs[i]->offset;
                 p->consumed++;
                 if (msgs[i]->dlq_reason)
                         p->dead_lettered++;
@@ -410,6 +418,7 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
                 ret = fail(s, rc);
                 goto out;
         }
+        fault_point("before_commit");
         if ((rc = store_commit(s, err, errsz))) {
                 /* A lost COMMIT acknowledgement is indistinguishable from a
                  * failed one: redelivery finds every key claimed if it did commit. */
@@ -417,6 +426,7 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
                 goto out;
         }
 
+        fault_point("after_commit");
         /* 7. committed: report, and where each partition may be acknowledged */
         for (size_t i = 0; i < nprog; i++) {
                 commits[i] = (struct pl_commit){prog[i].topic, prog[i].partition, prog[i].next_offset};

@@ -41,6 +41,31 @@ static const char *const migrations[] = {
         "  updated_at    timestamptz NOT NULL DEFAULT now(),"
         "  PRIMARY KEY (namespace, topic, partition)"
         ");",
+        /* 2: a history of committed batches (for "duplicates absorbed since T"),
+         *    and the crash-loop ledger: batches that were started, per first offset */
+        "CREATE TABLE IF NOT EXISTS dedupd.progress_log ("
+        "  namespace     text        NOT NULL,"
+        "  topic         text        NOT NULL,"
+        "  partition     integer     NOT NULL,"
+        "  from_offset   bigint      NOT NULL,"
+        "  next_offset   bigint      NOT NULL,"
+        "  consumed      bigint      NOT NULL,"
+        "  applied       bigint      NOT NULL,"
+        "  rejected      bigint      NOT NULL,"
+        "  duplicates    bigint      NOT NULL,"
+        "  dead_lettered bigint      NOT NULL,"
+        "  committed_at  timestamptz NOT NULL DEFAULT now()"
+        ");"
+        "CREATE INDEX IF NOT EXISTS progress_log_time ON dedupd.progress_log (namespace, committed_at);"
+        "CREATE TABLE IF NOT EXISTS dedupd.attempts ("
+        "  namespace   text        NOT NULL,"
+        "  topic       text        NOT NULL,"
+        "  partition   integer     NOT NULL,"
+        "  \"offset\"    bigint      NOT NULL,"
+        "  attempts    integer     NOT NULL DEFAULT 1,"
+        "  last_at     timestamptz NOT NULL DEFAULT now(),"
+        "  PRIMARY KEY (namespace, topic, partition, \"offset\")"
+        ");",
 };
 #define MIGRATION_CNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -413,7 +438,7 @@ enum store_rc store_outcomes(struct store *s, const char *ns, size_t n, const ch
 enum store_rc store_progress(struct store *s, const char *ns, size_t n,
                              const struct store_progress *p, char *err, size_t errsz)
 {
-        struct store_array a[8] = {{0}};
+        struct store_array a[9] = {{0}};
         enum store_rc rc;
 
         if (n == 0)
@@ -427,18 +452,23 @@ enum store_rc store_progress(struct store *s, const char *ns, size_t n,
                 store_array_int(&a[5], p[i].rejected);
                 store_array_int(&a[6], p[i].duplicates);
                 store_array_int(&a[7], p[i].dead_lettered);
+                store_array_int(&a[8], p[i].from_offset);
         }
-        const char *params[9] = {ns};
-        for (int i = 0; i < 8; i++)
+        const char *params[10] = {ns};
+        for (int i = 0; i < 9; i++)
                 params[i + 1] = store_array_finish(&a[i]);
         /* Sorted by partition so concurrent owners (a zombie and its
          * successor) lock rows in the same order. GREATEST: never backwards. */
         rc = run(s,
-                 "INSERT INTO dedupd.offsets AS o (namespace, topic, partition, next_offset, consumed,"
+                 "WITH u AS (SELECT * FROM unnest($2::text[], $3::int[], $4::bigint[], $5::bigint[],"
+                 " $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[])"
+                 " AS u(t, p, o, c, a, r, d, q, f)),"
+                 " log AS (INSERT INTO dedupd.progress_log (namespace, topic, partition, from_offset,"
+                 " next_offset, consumed, applied, rejected, duplicates, dead_lettered)"
+                 " SELECT $1, t, p, f, o, c, a, r, d, q FROM u)"
+                 " INSERT INTO dedupd.offsets AS o (namespace, topic, partition, next_offset, consumed,"
                  " applied, rejected, duplicates, dead_lettered)"
-                 " SELECT $1, u.t, u.p, u.o, u.c, u.a, u.r, u.d, u.q"
-                 " FROM unnest($2::text[], $3::int[], $4::bigint[], $5::bigint[], $6::bigint[],"
-                 " $7::bigint[], $8::bigint[], $9::bigint[]) AS u(t, p, o, c, a, r, d, q)"
+                 " SELECT $1, u.t, u.p, u.o, u.c, u.a, u.r, u.d, u.q FROM u"
                  " ORDER BY u.t, u.p"
                  " ON CONFLICT (namespace, topic, partition) DO UPDATE SET"
                  " next_offset = GREATEST(o.next_offset, EXCLUDED.next_offset),"
@@ -448,8 +478,8 @@ enum store_rc store_progress(struct store *s, const char *ns, size_t n,
                  " duplicates = o.duplicates + EXCLUDED.duplicates,"
                  " dead_lettered = o.dead_lettered + EXCLUDED.dead_lettered,"
                  " updated_at = now()",
-                 9, params, NULL, err, errsz);
-        for (int i = 0; i < 8; i++)
+                 10, params, NULL, err, errsz);
+        for (int i = 0; i < 9; i++)
                 store_array_free(&a[i]);
         return rc;
 }

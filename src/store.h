@@ -75,6 +75,7 @@ enum store_rc store_outcomes(struct store *s, const char *ns, size_t n, const ch
 struct store_progress {
         const char *topic;
         int32_t partition;
+        int64_t from_offset; /* first offset of the partition in the batch */
         int64_t next_offset;
         int64_t consumed, applied, rejected, duplicates, dead_lettered;
 };
