@@ -59,6 +59,9 @@ static const struct field batch_fields[] = {
          "Most messages in one batch (one PostgreSQL transaction)"},
         {"max_wait_ms", F_INT, TOFF(batch_max_wait_ms), "100", 0, 0, 60000, NULL, NULL,
          "Longest time a batch waits to fill before it is processed"},
+        {"timeout_ms", F_INT, TOFF(batch_timeout_ms), "30000", 0, 100, 3600000, NULL, NULL,
+         "Watchdog: a batch still running after this long is aborted (its SQL cancelled, then the "
+         "process ended so the database rolls it back); keep it well below max.poll.interval.ms"},
         END_FIELDS,
 };
 
@@ -69,6 +72,8 @@ static const struct field retry_fields[] = {
          "First backoff after a failed batch; doubles on every retry"},
         {"backoff_max_ms", F_INT, TOFF(retry_backoff_max_ms), "10000", 0, 0, 3600000, NULL, NULL,
          "Longest backoff"},
+        {"max_crashes", F_INT, TOFF(retry_max_crashes), "3", 0, 1, 1000, NULL, NULL,
+         "Process crashes (or watchdog aborts) on one message before it is dead-lettered as a crash loop"},
         END_FIELDS,
 };
 

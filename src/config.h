@@ -33,11 +33,13 @@ struct topic_conf {
         /* batch: */
         int batch_max_messages;
         int batch_max_wait_ms;
+        int batch_timeout_ms; /* watchdog: a batch running longer is aborted */
 
         /* retry: */
         int retry_max_attempts;
         int retry_backoff_ms;
         int retry_backoff_max_ms;
+        int retry_max_crashes; /* process crashes on one message before it is dead-lettered */
 
         /* dead_letter: */
         char *dlq_topic; /* default "<name>.dlq" */

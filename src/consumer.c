@@ -191,6 +191,11 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
                 log_info("consumer", "%d partitions revoked", parts->cnt);
                 purge(c, parts);
+                for (int i = 0; i < parts->cnt; i++) {
+                        int t = topic_index(c, parts->elems[i].topic);
+                        if (t >= 0)
+                                pipeline_forget(c->pl, (size_t)t, parts->elems[i].partition);
+                }
                 rd_kafka_assign(rk, NULL);
                 break;
         default:
@@ -366,10 +371,11 @@ static void process(struct consumer *c, size_t t, volatile sig_atomic_t *stop)
         snprintf(ctx, sizeof(ctx), "topic:%s", tc->name);
         while (b->cnt > 0 && !c->fatal) {
                 size_t n = b->cnt < (size_t)tc->batch_max_messages ? b->cnt : (size_t)tc->batch_max_messages;
-                struct pl_commit commits[n];
+                struct pl_commit commits[n + 1];
                 size_t nc = 0;
 
                 err[0] = '\0';
+                n = pipeline_guard(c->pl, t, b->msgs, n);
                 fault_point("after_poll");
                 enum pl_rc rc = pipeline_process(c->pl, t, b->msgs, n, commits, &nc, err, sizeof(err));
                 if (rc == PL_OK) {

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "pipeline.h"
 #include "store.h"
+#include "watchdog.h"
 
 static volatile sig_atomic_t stop_requested;
 static int shutdown_timeout_s = 10;
@@ -51,7 +52,8 @@ static void usage(FILE *fp)
                 "committed, leave the group and exit 0 (within shutdown_timeout_ms; exit 3 when it\n"
                 "is exceeded). A second signal exits at once.\n"
                 "\n"
-                "Exit codes: 0 clean stop, 1 runtime failure, 2 bad usage or configuration.\n"
+                "Exit codes: 0 clean stop, 1 runtime failure, 2 bad usage or configuration,\n"
+                "3 shutdown timeout, 4 a batch stalled past batch.timeout_ms (the watchdog ended it).\n"
                 "Check a configuration without running: dedupctl check -c FILE\n");
 }
 
@@ -69,6 +71,7 @@ int main(int argc, char **argv)
         struct dlq *dlq = NULL;
         struct pipeline *pl = NULL;
         struct consumer *c = NULL;
+        struct watchdog *wd = NULL;
         char err[1024];
         int opt, rc = 1;
 
@@ -143,6 +146,12 @@ int main(int argc, char **argv)
                 rc = 2;
                 goto out;
         }
+        wd = watchdog_start(err, sizeof(err));
+        if (!wd) {
+                log_error("dedupd", "%s", err);
+                goto out;
+        }
+        pipeline_set_watchdog(pl, wd);
         c = consumer_new(cfg, &store, pl, err, sizeof(err));
         if (!c) {
                 log_error("dedupd", "Kafka consumer: %s", err);
@@ -157,6 +166,7 @@ out_ok:
         log_info("dedupd", "stopped cleanly");
 out:
         consumer_free(c);
+        watchdog_stop(wd);
         pipeline_free(pl);
         dlq_free(dlq);
         store_close(&store);

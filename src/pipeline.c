@@ -12,6 +12,17 @@
 #include "host.h"
 #include "keyspec.h"
 #include "log.h"
+#include "watchdog.h"
+
+/* What this process knows of a partition, for the crash-loop guard. */
+struct part_state {
+        size_t topic_idx;
+        int32_t partition;
+        int64_t verified_next; /* next offset after this process's last commit, -1: none */
+        int64_t guarded_from;  /* batch start already counted by this process, -1: none */
+        int64_t isolate_until; /* one message per batch below this offset */
+        int had_attempts;      /* rows may exist in dedupd.attempts */
+};
 
 struct pipeline {
         const struct config *cfg;
@@ -19,7 +30,12 @@ struct pipeline {
         struct pl_dlq_ops ops;
         struct handler *handlers; /* one per topic */
         struct pl_stats stats;
+        struct part_state *parts;
+        size_t part_cnt;
+        struct watchdog *watchdog; /* may be NULL */
 };
+
+void pipeline_set_watchdog(struct pipeline *pl, struct watchdog *w) { pl->watchdog = w; }
 
 void pl_msg_clear(struct pl_msg *m)
 {
@@ -67,7 +83,97 @@ void pipeline_free(struct pipeline *pl)
                 for (size_t i = 0; i < pl->cfg->topic_cnt; i++)
                         loader_close(&pl->handlers[i]);
         free(pl->handlers);
+        free(pl->parts);
         free(pl);
+}
+
+static struct part_state *part_state(struct pipeline *pl, size_t topic_idx, int32_t partition)
+{
+        for (size_t i = 0; i < pl->part_cnt; i++)
+                if (pl->parts[i].topic_idx == topic_idx && pl->parts[i].partition == partition)
+                        return &pl->parts[i];
+        struct part_state *np = realloc(pl->parts, (pl->part_cnt + 1) * sizeof(*np));
+        if (!np)
+                return NULL;
+        pl->parts = np;
+        pl->parts[pl->part_cnt] = (struct part_state){topic_idx, partition, -1, -1, -1, 0};
+        return &pl->parts[pl->part_cnt++];
+}
+
+void pipeline_forget(struct pipeline *pl, size_t topic_idx, int32_t partition)
+{
+        struct part_state *ps = part_state(pl, topic_idx, partition);
+        if (ps) {
+                ps->verified_next = -1;
+                ps->guarded_from = -1;
+        }
+}
+
+size_t pipeline_guard(struct pipeline *pl, size_t topic_idx, struct pl_msg *const *msgs, size_t n)
+{
+        const struct topic_conf *t = &pl->cfg->topics[topic_idx];
+        size_t limit = n;
+        char err[512], ctx[200];
+
+        snprintf(ctx, sizeof(ctx), "topic:%s", t->name);
+        for (size_t i = 0; i < n; i++) {
+                struct pl_msg *m = msgs[i];
+                struct part_state *ps = part_state(pl, topic_idx, m->partition);
+                int first = 1;
+                if (!ps)
+                        continue;
+                for (size_t k = 0; k < i && first; k++)
+                        first = msgs[k]->partition != m->partition;
+                if (!first) {
+                        /* The second message of an isolated partition ends the batch. */
+                        if (m->offset < ps->isolate_until && i < limit)
+                                limit = i;
+                        continue;
+                }
+                /* Continuing from this process's own commit: nothing to guard. */
+                if (ps->verified_next == m->offset && m->offset >= ps->isolate_until)
+                        continue;
+                if (ps->guarded_from == m->offset)
+                        continue; /* counted already; a retry inside this process is no crash */
+                int64_t until = m->offset + 1, cfrom, cuntil;
+                int attempts;
+                for (size_t k = i; k < n; k++)
+                        if (msgs[k]->partition == m->partition && msgs[k]->offset + 1 > until)
+                                until = msgs[k]->offset + 1;
+                int single = m->offset < ps->isolate_until;
+                if (store_attempt(pl->store, pl->cfg->namespace, t->name, m->partition, m->offset,
+                                  single ? m->offset + 1 : until, single, &attempts, &cfrom, &cuntil,
+                                  err, sizeof(err)))
+                        return n; /* the database is unreachable: the batch will fail anyway */
+                ps->guarded_from = m->offset;
+                ps->had_attempts = 1;
+                if (!single && attempts > t->retry_max_crashes) {
+                        /* This range crashed the process (or was aborted) too often:
+                         * work through it one message at a time to find the culprit. */
+                        ps->isolate_until = cuntil;
+                        log_warn(ctx, "partition %d offsets %lld..%lld were started %d times without "
+                                      "committing: isolating them one message at a time",
+                                 (int)m->partition, (long long)cfrom, (long long)cuntil - 1, attempts);
+                        if (store_attempt(pl->store, pl->cfg->namespace, t->name, m->partition,
+                                          m->offset, m->offset + 1, 1, &attempts, &cfrom, &cuntil,
+                                          err, sizeof(err)))
+                                return n;
+                        single = 1;
+                }
+                if (single) {
+                        if (i + 1 < limit)
+                                limit = i + 1 < n ? i + 1 : n;
+                        /* keep other partitions' messages that precede it, nothing after */
+                        if (attempts > t->retry_max_crashes && !m->dlq_reason) {
+                                free(m->dlq_reason);
+                                if (asprintf(&m->dlq_reason,
+                                             "crashed or stalled dedupd %d time%s (crash loop; retry.max_crashes)",
+                                             attempts - 1, attempts == 2 ? "" : "s") < 0)
+                                        m->dlq_reason = NULL;
+                        }
+                }
+        }
+        return limit ? limit : 1;
 }
 
 const struct pl_stats *pipeline_stats(const struct pipeline *pl) { return &pl->stats; }
@@ -242,7 +348,10 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
                 nreps++;
         }
 
-        /* 4. one transaction */
+        /* 4. one transaction, watched */
+        char what[200];
+        snprintf(what, sizeof(what), "batch of %zu from %s", n, t->name);
+        watchdog_arm(pl->watchdog, s->conn, t->batch_timeout_ms, what);
         if ((rc = store_begin(s, err, errsz)) ||
             (rc = store_claim(s, pl->cfg->namespace, nreps, kk, kt, kp, ko, kf, fresh, err, errsz))) {
                 ret = fail(s, rc);
@@ -436,6 +545,18 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
                 pl->stats.dead_lettered += (uint64_t)prog[i].dead_lettered;
         }
         *ncommits = nprog;
+        for (size_t i = 0; i < nprog; i++) {
+                struct part_state *ps = part_state(pl, topic_idx, prog[i].partition);
+                if (!ps)
+                        continue;
+                ps->verified_next = prog[i].next_offset;
+                if (ps->had_attempts) {
+                        char aerr[256];
+                        store_attempts_done(s, pl->cfg->namespace, t->name, prog[i].partition,
+                                            prog[i].next_offset, aerr, sizeof(aerr));
+                        ps->had_attempts = ps->isolate_until > prog[i].next_offset;
+                }
+        }
         pl->stats.batches++;
         pl->stats.consumed += n;
         for (size_t j = 0; j < nfresh; j++) {
@@ -456,6 +577,7 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
         }
         ret = PL_OK;
 out:
+        watchdog_disarm(pl->watchdog);
         if (ret != PL_OK)
                 pl->stats.retries++;
         for (size_t i = 0; i < n && ctxs; i++)

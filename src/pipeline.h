@@ -85,4 +85,21 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
 
 const struct pl_stats *pipeline_stats(const struct pipeline *pl);
 
+/**
+ * Crash-loop guard, before a batch is processed: counts, in the database,
+ * each batch start this process did not itself reach by committing (a
+ * restart after a crash starts there again). A range started more than
+ * retry.max_crashes times is worked through one message at a time, and a
+ * message that still crashes the process that often gets its dlq_reason.
+ * Returns how many of msgs (a prefix) to process now.
+ */
+size_t pipeline_guard(struct pipeline *pl, size_t topic_idx, struct pl_msg *const *msgs, size_t n);
+
+struct watchdog;
+/** Watch every batch transaction with w (batch.timeout_ms). */
+void pipeline_set_watchdog(struct pipeline *pl, struct watchdog *w);
+
+/** A partition was revoked: the next batch from it is guarded again. */
+void pipeline_forget(struct pipeline *pl, size_t topic_idx, int32_t partition);
+
 #endif

@@ -57,14 +57,18 @@ static const char *const migrations[] = {
         "  committed_at  timestamptz NOT NULL DEFAULT now()"
         ");"
         "CREATE INDEX IF NOT EXISTS progress_log_time ON dedupd.progress_log (namespace, committed_at);"
+        /* A row per batch start (single = false) or isolated message (single =
+         * true) that a process began and did not commit: counts crash loops. */
         "CREATE TABLE IF NOT EXISTS dedupd.attempts ("
-        "  namespace   text        NOT NULL,"
-        "  topic       text        NOT NULL,"
-        "  partition   integer     NOT NULL,"
-        "  \"offset\"    bigint      NOT NULL,"
-        "  attempts    integer     NOT NULL DEFAULT 1,"
-        "  last_at     timestamptz NOT NULL DEFAULT now(),"
-        "  PRIMARY KEY (namespace, topic, partition, \"offset\")"
+        "  namespace    text        NOT NULL,"
+        "  topic        text        NOT NULL,"
+        "  partition    integer     NOT NULL,"
+        "  \"offset\"     bigint      NOT NULL,"
+        "  single       boolean     NOT NULL,"
+        "  until_offset bigint      NOT NULL,"
+        "  attempts     integer     NOT NULL DEFAULT 1,"
+        "  last_at      timestamptz NOT NULL DEFAULT now(),"
+        "  PRIMARY KEY (namespace, topic, partition, \"offset\", single)"
         ");",
 };
 #define MIGRATION_CNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -506,4 +510,67 @@ enum store_rc store_offsets_get(struct store *s, const char *ns, const char *top
         }
         PQclear(r);
         return STORE_OK;
+}
+
+enum store_rc store_attempt(struct store *s, const char *ns, const char *topic, int32_t partition,
+                            int64_t from, int64_t until, int single, int *attempts,
+                            int64_t *covering_from, int64_t *covering_until, char *err, size_t errsz)
+{
+        char part[16], f[24], u[24];
+        const char *params[6] = {ns, topic, part, f, u, single ? "true" : "false"};
+        PGresult *r = NULL;
+        enum store_rc rc;
+
+        snprintf(part, sizeof(part), "%" PRId32, partition);
+        snprintf(f, sizeof(f), "%" PRId64, from);
+        snprintf(u, sizeof(u), "%" PRId64, until);
+        *covering_from = from;
+        if (!single) {
+                /* An older crashed batch whose range still covers `from`: the
+                 * process is working through it message by message. */
+                rc = run(s,
+                         "SELECT \"offset\", attempts, until_offset FROM dedupd.attempts"
+                         " WHERE namespace = $1 AND topic = $2 AND partition = $3::int AND NOT single"
+                         " AND \"offset\" < $4::bigint AND until_offset > $4::bigint"
+                         " ORDER BY \"offset\" DESC LIMIT 1",
+                         4, params, &r, err, errsz);
+                if (rc)
+                        return rc;
+                if (PQntuples(r) == 1) {
+                        *covering_from = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+                        *attempts = atoi(PQgetvalue(r, 0, 1));
+                        *covering_until = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
+                        PQclear(r);
+                        return STORE_OK;
+                }
+                PQclear(r);
+        }
+        /* Autocommit: the count must survive the crash it is counting. */
+        rc = run(s,
+                 "INSERT INTO dedupd.attempts AS a (namespace, topic, partition, \"offset\", single, until_offset)"
+                 " VALUES ($1, $2, $3::int, $4::bigint, $6::boolean, $5::bigint)"
+                 " ON CONFLICT (namespace, topic, partition, \"offset\", single) DO UPDATE SET"
+                 " attempts = a.attempts + 1, last_at = now(),"
+                 " until_offset = GREATEST(a.until_offset, EXCLUDED.until_offset)"
+                 " RETURNING attempts, until_offset",
+                 6, params, &r, err, errsz);
+        if (rc)
+                return rc;
+        *attempts = atoi(PQgetvalue(r, 0, 0));
+        *covering_until = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+        PQclear(r);
+        return STORE_OK;
+}
+
+enum store_rc store_attempts_done(struct store *s, const char *ns, const char *topic,
+                                  int32_t partition, int64_t next_offset, char *err, size_t errsz)
+{
+        char part[16], n[24];
+        const char *params[4] = {ns, topic, part, n};
+        snprintf(part, sizeof(part), "%" PRId32, partition);
+        snprintf(n, sizeof(n), "%" PRId64, next_offset);
+        return run(s,
+                   "DELETE FROM dedupd.attempts WHERE namespace = $1 AND topic = $2"
+                   " AND partition = $3::int AND until_offset <= $4::bigint",
+                   4, params, NULL, err, errsz);
 }

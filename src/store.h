@@ -88,4 +88,19 @@ enum store_rc store_progress(struct store *s, const char *ns, size_t n,
 enum store_rc store_offsets_get(struct store *s, const char *ns, const char *topic, size_t n,
                                 const int32_t *parts, int64_t *out, char *err, size_t errsz);
 
+/**
+ * Crash-loop ledger, written in autocommit before a batch's handlers run.
+ * Batch mode (single = 0): if an older crashed batch's range covers `from`,
+ * report it (*covering_from < from, no increment); otherwise count an attempt
+ * of the batch [from, until). Single mode: count an attempt of the one
+ * message at `from`. *attempts is the count after this call.
+ */
+enum store_rc store_attempt(struct store *s, const char *ns, const char *topic, int32_t partition,
+                            int64_t from, int64_t until, int single, int *attempts,
+                            int64_t *covering_from, int64_t *covering_until, char *err,
+                            size_t errsz);
+/** Forget attempts whose range is fully committed (below next_offset). */
+enum store_rc store_attempts_done(struct store *s, const char *ns, const char *topic,
+                                  int32_t partition, int64_t next_offset, char *err, size_t errsz);
+
 #endif
