@@ -17,6 +17,9 @@ enum ftype {
         F_KV,      /* kafka: a flat map passed through verbatim */
         F_TREE,    /* a subtree handed to the handler as JSON */
         F_TOPICS,  /* the list of topic mappings */
+        F_DURATION, /* int64_t milliseconds: "30s", "48h", "7d", or plain ms */
+        F_BOOL,    /* int: true/false */
+        F_CLASSES, /* retention_classes: a mapping of name -> class */
 };
 
 struct field {
@@ -83,6 +86,64 @@ static const struct field dlq_fields[] = {
         END_FIELDS,
 };
 
+static int check_one_of(const char *v, const char *const *allowed, char *err, size_t errsz)
+{
+        char list[256] = "";
+        for (const char *const *a = allowed; *a; a++) {
+                if (!strcmp(v, *a))
+                        return 0;
+                strncat(list, *a, sizeof(list) - strlen(list) - 3);
+                if (a[1])
+                        strncat(list, ", ", sizeof(list) - strlen(list) - 1);
+        }
+        snprintf(err, errsz, "'%s' is not one of %s", v, list);
+        return -1;
+}
+
+static int check_mode(const char *v, char *err, size_t errsz)
+{
+        static const char *const allowed[] = {"transactional", "external", NULL};
+        return check_one_of(v, allowed, err, errsz);
+}
+
+static int check_on_expired(const char *v, char *err, size_t errsz)
+{
+        static const char *const allowed[] = {"dead-letter", "skip", "reexecute", NULL};
+        return check_one_of(v, allowed, err, errsz);
+}
+
+static int check_on_mismatch(const char *v, char *err, size_t errsz)
+{
+        static const char *const allowed[] = {"absorb", "dead-letter", NULL};
+        return check_one_of(v, allowed, err, errsz);
+}
+
+static const struct field external_fields[] = {
+        {"lease_ms", F_DURATION, TOFF(lease_ms), "30s", 0, 1, 0, NULL, NULL,
+         "How long a claimed PENDING key belongs to its owner; a duplicate meeting a live lease backs off"},
+        {"expire_after", F_DURATION, TOFF(expire_grace_ms), "10m", 0, 0, 0, NULL, NULL,
+         "The reaper marks a PENDING key EXPIRED (in doubt) this long after its lease ran out"},
+        {"on_expired", F_STR, TOFF(on_expired_name), "dead-letter", 0, 0, 0, NULL, check_on_expired,
+         "A message whose key is EXPIRED: dead-letter (for reconciliation), skip, or reexecute"},
+        END_FIELDS,
+};
+
+static const struct field fingerprint_fields[] = {
+        {"fields", F_TREE, TOFF(fingerprint_fields), NULL, 0, 0, 0, NULL, NULL,
+         "List of JSON paths fingerprinted instead of the whole payload, e.g. [user_id, amount]"},
+        {"on_mismatch", F_STR, TOFF(on_mismatch_name), "absorb", 0, 0, 0, NULL, check_on_mismatch,
+         "Same key, different fingerprint: absorb (count and log) or dead-letter with both fingerprints"},
+        END_FIELDS,
+};
+
+static const struct field reply_fields[] = {
+        {"header", F_STR, TOFF(reply_header), "reply-to", 0, 0, 0, NULL, NULL,
+         "Header naming the reply topic; \"\" disables replies"},
+        {"correlation_header", F_STR, TOFF(correlation_header), "correlation-id", 0, 0, 0, NULL, NULL,
+         "Header copied to the reply (and used as its Kafka key)"},
+        END_FIELDS,
+};
+
 static const struct field topic_fields[] = {
         {"name", F_STR, TOFF(name), NULL, 1, 0, 0, NULL, NULL, "Kafka topic to consume"},
         {"key", F_SECTION, 0, NULL, 1, 0, 0, key_fields, NULL,
@@ -94,6 +155,49 @@ static const struct field topic_fields[] = {
         {"dead_letter", F_SECTION, 0, NULL, 0, 0, 0, dlq_fields, NULL, "Where unprocessable messages go"},
         {"max_payload_bytes", F_INT, TOFF(max_payload_bytes), "1048576", 0, 0, INT_MAX, NULL, NULL,
          "Larger payloads are dead-lettered unprocessed"},
+        {"mode", F_STR, TOFF(mode_name), "transactional", 0, 0, 0, NULL, check_mode,
+         "transactional (the handler's effect commits with the key) or external (effects outside "
+         "PostgreSQL: claim PENDING with a lease, run, finish; design section 6)"},
+        {"external", F_SECTION, 0, NULL, 0, 0, 0, external_fields, NULL, "Settings of mode: external"},
+        {"fingerprint", F_SECTION, 0, NULL, 0, 0, 0, fingerprint_fields, NULL,
+         "What is fingerprinted, and what a same-key-different-fingerprint duplicate gets"},
+        {"reply", F_SECTION, 0, NULL, 0, 0, 0, reply_fields, NULL,
+         "Where a duplicate's stored first response is published again"},
+        {"retention", F_STR, TOFF(retention_name), NULL, 0, 0, 0, NULL, NULL,
+         "Name of a retention class; without one, keys never expire"},
+        END_FIELDS,
+};
+
+#define ROFF(m) offsetof(struct retention_class, m)
+static const struct field class_fields[] = {
+        {"keep", F_DURATION, ROFF(keep_ms), NULL, 1, 1, 0, NULL, NULL,
+         "How long a key is kept after it was first seen; must exceed max_retry + clock_skew + replay_window"},
+        {"max_retry", F_DURATION, ROFF(max_retry_ms), "0", 0, 0, 0, NULL, NULL,
+         "Longest time over which a producer, gateway or the broker may retry a message"},
+        {"clock_skew", F_DURATION, ROFF(clock_skew_ms), "0", 0, 0, 0, NULL, NULL,
+         "Allowance for clocks that disagree"},
+        {"replay_window", F_DURATION, ROFF(replay_window_ms), "0", 0, 0, 0, NULL, NULL,
+         "How far back an operator may replay by hand"},
+        {"response_ttl", F_DURATION, ROFF(response_ttl_ms), "0", 0, 0, 0, NULL, NULL,
+         "Drop stored responses after this (the key and fingerprint stay); 0 keeps them with the key"},
+        {"allow_shorter_than_topic", F_BOOL, ROFF(allow_shorter_than_topic), "false", 0, 0, 0, NULL, NULL,
+         "Accept keep shorter than the topic's own retention.ms (a message still in the topic can be replayed)"},
+        END_FIELDS,
+};
+
+static const struct field purge_fields[] = {
+        {"interval_ms", F_INT, COFF(purge_interval_ms), "60000", 0, 0, 86400000, NULL, NULL,
+         "How often the daemon purges expired keys (0: never; use dedupctl purge)"},
+        {"batch", F_INT, COFF(purge_batch), "1000", 0, 1, 100000, NULL, NULL,
+         "Keys deleted per statement: small batches keep locks short"},
+        END_FIELDS,
+};
+
+static const struct field outbox_fields[] = {
+        {"interval_ms", F_INT, COFF(outbox_interval_ms), "1000", 0, 10, 600000, NULL, NULL,
+         "How often the relay looks for unsent outbox rows (it also runs after every batch that emitted)"},
+        {"batch", F_INT, COFF(outbox_batch), "500", 0, 1, 100000, NULL, NULL,
+         "Outbox rows published per round"},
         END_FIELDS,
 };
 
@@ -125,8 +229,58 @@ static const struct field top_fields[] = {
         {"kafka", F_KV, 0, NULL, 1, 0, 0, NULL, NULL,
          "librdkafka properties passed verbatim (bootstrap.servers and group.id required)"},
         {"topics", F_TOPICS, 0, NULL, 1, 0, 0, topic_fields, NULL, "The topics to consume, one entry each"},
+        {"retention_classes", F_CLASSES, 0, NULL, 0, 0, 0, class_fields, NULL,
+         "Named retention classes (design section 8); a topic names one with retention:"},
+        {"purge", F_SECTION, 0, NULL, 0, 0, 0, purge_fields, NULL, "Deleting expired keys"},
+        {"outbox", F_SECTION, 0, NULL, 0, 0, 0, outbox_fields, NULL, "The outbox relay"},
         END_FIELDS,
 };
+
+/* ---- durations ----------------------------------------------------------- */
+
+int64_t config_parse_duration(const char *s)
+{
+        static const struct { const char *unit; int64_t ms; } units[] = {
+                {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}, {"w", 604800000},
+        };
+        char *end;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (end == s || errno || v < 0)
+                return -1;
+        while (*end == ' ')
+                end++;
+        if (!*end)
+                return v; /* plain milliseconds */
+        for (size_t i = 0; i < sizeof(units) / sizeof(*units); i++)
+                if (!strcmp(end, units[i].unit)) {
+                        if (v > INT64_MAX / units[i].ms)
+                                return -1;
+                        return v * units[i].ms;
+                }
+        return -1;
+}
+
+const char *config_format_duration(int64_t ms, char *buf, size_t bufsz)
+{
+        static const struct { const char *unit; int64_t ms; } units[] = {
+                {"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000}, {"ms", 1},
+        };
+        size_t off = 0;
+        buf[0] = '\0';
+        if (ms == 0) {
+                snprintf(buf, bufsz, "0s");
+                return buf;
+        }
+        for (size_t i = 0; i < sizeof(units) / sizeof(*units) && ms > 0; i++) {
+                if (ms < units[i].ms)
+                        continue;
+                off += (size_t)snprintf(buf + off, bufsz > off ? bufsz - off : 0, "%s%lld%s",
+                                        off ? " " : "", (long long)(ms / units[i].ms), units[i].unit);
+                ms %= units[i].ms;
+        }
+        return buf;
+}
 
 /* ---- errors ------------------------------------------------------------ */
 
@@ -328,6 +482,10 @@ static void fields_defaults(const struct field *fields, void *base)
                         *(int *)((char *)base + f->off) = atoi(f->def);
                 else if (f->type == F_STR && f->def)
                         *(char **)((char *)base + f->off) = strdup(f->def);
+                else if (f->type == F_DURATION && f->def)
+                        *(int64_t *)((char *)base + f->off) = config_parse_duration(f->def);
+                else if (f->type == F_BOOL && f->def)
+                        *(int *)((char *)base + f->off) = !strcmp(f->def, "true");
         }
 }
 
@@ -385,6 +543,7 @@ static json_t *tree_to_json(struct walk *w, const yaml_node_t *n, const char *pa
 }
 
 static void walk_topics(struct walk *w, const yaml_node_t *n);
+static void walk_classes(struct walk *w, const yaml_node_t *n, const struct field *fields);
 static void walk_kafka(struct walk *w, const yaml_node_t *n);
 
 static void walk_map(struct walk *w, const yaml_node_t *map, const struct field *fields,
@@ -466,6 +625,36 @@ static void walk_map(struct walk *w, const yaml_node_t *map, const struct field 
                         walk_map(w, v, f->sub, base, sub);
                         break;
                 }
+                case F_DURATION: {
+                        char *v2 = scalar_value(w, v, path);
+                        if (!v2)
+                                break;
+                        int64_t ms = config_parse_duration(v2);
+                        if (ms < 0)
+                                werr(w, v, "'%s': '%s' is not a duration (e.g. 250ms, 30s, 5m, 48h, 7d)", path, v2);
+                        else if (ms < f->min)
+                                werr(w, v, "'%s': must be at least %ld ms", path, f->min);
+                        else
+                                *(int64_t *)slot = ms;
+                        free(v2);
+                        break;
+                }
+                case F_BOOL: {
+                        char *v2 = scalar_value(w, v, path);
+                        if (!v2)
+                                break;
+                        if (!strcmp(v2, "true") || !strcmp(v2, "yes") || !strcmp(v2, "on"))
+                                *(int *)slot = 1;
+                        else if (!strcmp(v2, "false") || !strcmp(v2, "no") || !strcmp(v2, "off"))
+                                *(int *)slot = 0;
+                        else
+                                werr(w, v, "'%s': '%s' is not true or false", path, v2);
+                        free(v2);
+                        break;
+                }
+                case F_CLASSES:
+                        walk_classes(w, v, f->sub);
+                        break;
                 case F_TREE:
                         json_decref(*(json_t **)slot);
                         *(json_t **)slot = tree_to_json(w, v, path, 0);
@@ -551,6 +740,68 @@ static void walk_topics(struct walk *w, const yaml_node_t *n)
         }
 }
 
+static void walk_classes(struct walk *w, const yaml_node_t *n, const struct field *fields)
+{
+        struct config *cfg = w->cfg;
+        if (n->type != YAML_MAPPING_NODE) {
+                werr(w, n, "'retention_classes' must be a mapping of class names, not %s", node_kind(n));
+                return;
+        }
+        for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+                const yaml_node_t *k = node(w, p->key), *v = node(w, p->value);
+                char prefix[160];
+                if (k->type != YAML_SCALAR_NODE) {
+                        werr(w, k, "retention class names must be scalars");
+                        continue;
+                }
+                struct retention_class *nc = realloc(cfg->classes, (cfg->class_cnt + 1) * sizeof(*nc));
+                if (!nc)
+                        return;
+                cfg->classes = nc;
+                struct retention_class *c = &cfg->classes[cfg->class_cnt++];
+                memset(c, 0, sizeof(*c));
+                c->name = strdup(scalar(k));
+                c->line = NODE_LINE(k);
+                c->col = NODE_COL(k);
+                fields_defaults(fields, c);
+                snprintf(prefix, sizeof(prefix), "retention_classes.%s.", scalar(k));
+                walk_map(w, v, fields, c, prefix);
+        }
+}
+
+/* Design section 8: keep > max retry span + clock skew + manual replay window. */
+static void check_classes(struct walk *w)
+{
+        struct config *cfg = w->cfg;
+        for (size_t i = 0; i < cfg->class_cnt; i++) {
+                const struct retention_class *c = &cfg->classes[i];
+                int64_t need = c->max_retry_ms + c->clock_skew_ms + c->replay_window_ms;
+                char a[64], b[64], d[64], e[64], f[64], g[64];
+                for (size_t j = 0; j < i; j++)
+                        if (!strcmp(cfg->classes[j].name, c->name))
+                                config_errors_add(w->errs, w->file, c->line, c->col,
+                                                  "retention class '%s' is defined twice", c->name);
+                if (c->keep_ms > 0 && c->keep_ms <= need)
+                        config_errors_add(
+                                w->errs, w->file, c->line, c->col,
+                                "retention class '%s': keep %s must exceed max_retry + clock_skew + "
+                                "replay_window = %s + %s + %s = %s; it is short by %s (a late retry "
+                                "after its key was purged would run again)",
+                                c->name, config_format_duration(c->keep_ms, a, sizeof(a)),
+                                config_format_duration(c->max_retry_ms, b, sizeof(b)),
+                                config_format_duration(c->clock_skew_ms, d, sizeof(d)),
+                                config_format_duration(c->replay_window_ms, e, sizeof(e)),
+                                config_format_duration(need, f, sizeof(f)),
+                                need > c->keep_ms ? config_format_duration(need - c->keep_ms, g, sizeof(g))
+                                                  : "nothing, but it must be longer");
+                if (c->response_ttl_ms > c->keep_ms)
+                        config_errors_add(w->errs, w->file, c->line, c->col,
+                                          "retention class '%s': response_ttl %s is longer than keep %s",
+                                          c->name, config_format_duration(c->response_ttl_ms, a, sizeof(a)),
+                                          config_format_duration(c->keep_ms, b, sizeof(b)));
+        }
+}
+
 /* Properties dedupd owns: setting them would break the guarantee. */
 static void check_kafka(struct walk *w)
 {
@@ -615,6 +866,47 @@ static void finish_topics(struct walk *w)
                                           t->name);
                 if (t->retry_backoff_max_ms < t->retry_backoff_ms)
                         t->retry_backoff_max_ms = t->retry_backoff_ms;
+                t->mode = t->mode_name && !strcmp(t->mode_name, "external") ? MODE_EXTERNAL
+                                                                           : MODE_TRANSACTIONAL;
+                t->on_expired = !t->on_expired_name || !strcmp(t->on_expired_name, "dead-letter")
+                                        ? EXPIRED_DEAD_LETTER
+                                : !strcmp(t->on_expired_name, "skip") ? EXPIRED_SKIP
+                                                                      : EXPIRED_REEXECUTE;
+                t->on_mismatch = t->on_mismatch_name && !strcmp(t->on_mismatch_name, "dead-letter")
+                                         ? MISMATCH_DEAD_LETTER
+                                         : MISMATCH_ABSORB;
+                if (t->fingerprint_fields) {
+                        size_t k;
+                        json_t *v;
+                        if (!json_is_array(t->fingerprint_fields) ||
+                            json_array_size(t->fingerprint_fields) == 0)
+                                config_errors_add(w->errs, w->file, t->line, t->col,
+                                                  "topic '%s': fingerprint.fields must be a non-empty list "
+                                                  "of JSON paths",
+                                                  t->name);
+                        else
+                                json_array_foreach(t->fingerprint_fields, k, v) {
+                                        char tmpl[300];
+                                        snprintf(tmpl, sizeof(tmpl), "{json:%s}",
+                                                 json_is_string(v) ? json_string_value(v) : "");
+                                        if (!json_is_string(v) ||
+                                            keyspec_template_check(tmpl, err, sizeof(err)))
+                                                config_errors_add(w->errs, w->file, t->line, t->col,
+                                                                  "topic '%s': fingerprint.fields[%zu]: %s",
+                                                                  t->name, k,
+                                                                  json_is_string(v) ? err : "not a path");
+                                }
+                }
+                if (t->retention_name) {
+                        for (size_t k = 0; k < cfg->class_cnt; k++)
+                                if (!strcmp(cfg->classes[k].name, t->retention_name))
+                                        t->retention = &cfg->classes[k];
+                        if (!t->retention)
+                                config_errors_add(w->errs, w->file, t->line, t->col,
+                                                  "topic '%s': retention class '%s' is not defined in "
+                                                  "retention_classes",
+                                                  t->name, t->retention_name);
+                }
                 if (t->key_subject) {
                         t->keyspec = keyspec_compile(t->key_subject, t->key_action, t->key_request, err,
                                                      sizeof(err));
@@ -667,6 +959,7 @@ static struct config *load(const char *name, yaml_parser_t *parser, struct confi
                 walk_map(&w, root, top_fields, cfg, "");
                 if (w.kafka_seen)
                         check_kafka(&w);
+                check_classes(&w);
                 finish_topics(&w);
         }
         yaml_document_delete(&doc);
@@ -722,8 +1015,18 @@ void config_free(struct config *cfg)
                 free(t->handler_path);
                 json_decref(t->handler_config);
                 free(t->dlq_topic);
+                free(t->mode_name);
+                free(t->on_expired_name);
+                json_decref(t->fingerprint_fields);
+                free(t->on_mismatch_name);
+                free(t->reply_header);
+                free(t->correlation_header);
+                free(t->retention_name);
         }
         free(cfg->topics);
+        for (size_t i = 0; i < cfg->class_cnt; i++)
+                free(cfg->classes[i].name);
+        free(cfg->classes);
         for (size_t i = 0; i < cfg->kafka_cnt; i++) {
                 free(cfg->kafka[i].name);
                 free(cfg->kafka[i].value);
@@ -762,13 +1065,15 @@ static void print_fields(FILE *fp, const struct field *fields, const char *prefi
 {
         for (const struct field *f = fields; f->name; f++) {
                 char path[256];
-                static const char *const tn[] = {"string", "integer", "section", "map", "tree", "list"};
+                static const char *const tn[] = {"string", "integer", "section", "map", "tree",
+                                                 "list",   "duration", "boolean", "map"};
                 snprintf(path, sizeof(path), "%s%s", prefix, f->name);
-                fprintf(fp, "  %-34s %-8s %-9s %s\n", path, tn[f->type],
+                fprintf(fp, "  %-48s %-8s %-13s %s\n", path, tn[f->type],
                         f->required ? "required" : (f->def ? f->def : "-"), f->desc);
-                if (f->type == F_SECTION || f->type == F_TOPICS) {
+                if (f->type == F_SECTION || f->type == F_TOPICS || f->type == F_CLASSES) {
                         char sub[256];
-                        snprintf(sub, sizeof(sub), "%s%s", path, f->type == F_TOPICS ? "[].": ".");
+                        snprintf(sub, sizeof(sub), "%s%s", path,
+                                 f->type == F_TOPICS ? "[]." : f->type == F_CLASSES ? ".NAME." : ".");
                         print_fields(fp, f->sub, sub);
                 }
         }
@@ -776,6 +1081,6 @@ static void print_fields(FILE *fp, const struct field *fields, const char *prefi
 
 void config_print_reference(FILE *fp)
 {
-        fprintf(fp, "  %-34s %-8s %-9s %s\n", "key", "type", "default", "description");
+        fprintf(fp, "  %-48s %-8s %-13s %s\n", "key", "type", "default", "description");
         print_fields(fp, top_fields, "");
 }

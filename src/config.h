@@ -3,6 +3,7 @@
 #define DEDUPD_CONFIG_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <jansson.h>
@@ -15,6 +16,22 @@ struct config_kv {
         char *value;
         int line, col;
 };
+
+/** A retention class (design §8): keys expire at created_at + keep. */
+struct retention_class {
+        char *name;
+        int line, col;
+        int64_t keep_ms;
+        int64_t max_retry_ms;
+        int64_t clock_skew_ms;
+        int64_t replay_window_ms;
+        int64_t response_ttl_ms; /* 0: responses live as long as their key */
+        int allow_shorter_than_topic;
+};
+
+enum topic_mode { MODE_TRANSACTIONAL = 0, MODE_EXTERNAL = 1 };
+enum expired_policy { EXPIRED_DEAD_LETTER = 0, EXPIRED_SKIP, EXPIRED_REEXECUTE };
+enum mismatch_policy { MISMATCH_ABSORB = 0, MISMATCH_DEAD_LETTER };
 
 struct topic_conf {
         char *name;
@@ -45,6 +62,28 @@ struct topic_conf {
         char *dlq_topic; /* default "<name>.dlq" */
 
         int max_payload_bytes;
+
+        /* mode: transactional (default) or external (design §6) */
+        char *mode_name;
+        enum topic_mode mode;
+        /* external: */
+        int64_t lease_ms;
+        int64_t expire_grace_ms;
+        char *on_expired_name;
+        enum expired_policy on_expired;
+
+        /* fingerprint: */
+        json_t *fingerprint_fields; /* list of JSON paths; NULL: the whole payload */
+        char *on_mismatch_name;
+        enum mismatch_policy on_mismatch;
+
+        /* reply: a duplicate's stored first response goes back to the reply topic */
+        char *reply_header;       /* "" disables replies */
+        char *correlation_header;
+
+        /* retention: */
+        char *retention_name;
+        const struct retention_class *retention; /* NULL: keys never expire */
 };
 
 struct config {
@@ -60,7 +99,22 @@ struct config {
 
         struct topic_conf *topics;
         size_t topic_cnt;
+
+        struct retention_class *classes;
+        size_t class_cnt;
+
+        /* purge: */
+        int purge_interval_ms;
+        int purge_batch;
+        /* outbox: */
+        int outbox_interval_ms;
+        int outbox_batch;
 };
+
+/** "1d 2h 3m 4s 5ms" (the largest units only) into buf. */
+const char *config_format_duration(int64_t ms, char *buf, size_t bufsz);
+/** "30s", "5m", "48h", "7d", "250ms", or plain milliseconds; -1 when invalid. */
+int64_t config_parse_duration(const char *s);
 
 /** Collected problems, each formatted "file:line:column: message". */
 struct config_errors {

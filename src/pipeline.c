@@ -12,28 +12,8 @@
 #include "host.h"
 #include "keyspec.h"
 #include "log.h"
+#include "pipeline_impl.h"
 #include "watchdog.h"
-
-/* What this process knows of a partition, for the crash-loop guard. */
-struct part_state {
-        size_t topic_idx;
-        int32_t partition;
-        int64_t verified_next; /* next offset after this process's last commit, -1: none */
-        int64_t guarded_from;  /* batch start already counted by this process, -1: none */
-        int64_t isolate_until; /* one message per batch below this offset */
-        int had_attempts;      /* rows may exist in dedupd.attempts */
-};
-
-struct pipeline {
-        const struct config *cfg;
-        struct store *store;
-        struct pl_dlq_ops ops;
-        struct handler *handlers; /* one per topic */
-        struct pl_stats stats;
-        struct part_state *parts;
-        size_t part_cnt;
-        struct watchdog *watchdog; /* may be NULL */
-};
 
 void pipeline_set_watchdog(struct pipeline *pl, struct watchdog *w) { pl->watchdog = w; }
 
@@ -190,7 +170,7 @@ static void set_reason(struct pl_msg *m, const char *fmt, ...)
 }
 
 /* Derive key and fingerprint once per message; decide dead-lettering. */
-static void prepare(const struct topic_conf *t, struct pl_msg *m)
+void pipeline_prepare(const struct topic_conf *t, struct pl_msg *m)
 {
         char key[KEYSPEC_MAX_KEY_LEN + 1];
         char why[512];
@@ -305,7 +285,7 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
 
         /* 1. keys, and what must be dead-lettered */
         for (size_t i = 0; i < n; i++) {
-                prepare(t, msgs[i]);
+                pipeline_prepare(t, msgs[i]);
                 if (msgs[i]->dlq_reason) {
                         if (!msgs[i]->dead_lettered)
                                 dlq[ndlq++] = msgs[i];
@@ -353,7 +333,9 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
         snprintf(what, sizeof(what), "batch of %zu from %s", n, t->name);
         watchdog_arm(pl->watchdog, s->conn, t->batch_timeout_ms, what);
         if ((rc = store_begin(s, err, errsz)) ||
-            (rc = store_claim(s, pl->cfg->namespace, nreps, kk, kt, kp, ko, kf, fresh, err, errsz))) {
+            (rc = store_claim(s, pl->cfg->namespace, nreps, kk, kt, kp, ko, kf,
+                              t->retention ? t->retention->keep_ms : 0,
+                              t->retention ? t->retention->response_ttl_ms : 0, fresh, err, errsz))) {
                 ret = fail(s, rc);
                 goto out;
         }

@@ -70,6 +70,31 @@ static const char *const migrations[] = {
         "  last_at      timestamptz NOT NULL DEFAULT now(),"
         "  PRIMARY KEY (namespace, topic, partition, \"offset\", single)"
         ");",
+        /* 3: the life of a key (issue "the whole life of an idempotency key"):
+         *    response expiry, fingerprint mismatch counters, purge and reaper
+         *    indexes, the outbox */
+        "ALTER TABLE dedupd.keys ADD COLUMN IF NOT EXISTS response_expires_at timestamptz;"
+        "ALTER TABLE dedupd.offsets ADD COLUMN IF NOT EXISTS mismatches bigint NOT NULL DEFAULT 0;"
+        "ALTER TABLE dedupd.progress_log ADD COLUMN IF NOT EXISTS mismatches bigint NOT NULL DEFAULT 0;"
+        "CREATE INDEX IF NOT EXISTS keys_expiry ON dedupd.keys (namespace, expires_at)"
+        "  WHERE status <> 'PENDING' AND expires_at IS NOT NULL;"
+        "CREATE INDEX IF NOT EXISTS keys_response_expiry ON dedupd.keys (namespace, response_expires_at)"
+        "  WHERE response IS NOT NULL AND response_expires_at IS NOT NULL;"
+        "CREATE INDEX IF NOT EXISTS keys_pending ON dedupd.keys (namespace, lease_until)"
+        "  WHERE status = 'PENDING';"
+        "CREATE TABLE IF NOT EXISTS dedupd.outbox ("
+        "  id            bigserial   PRIMARY KEY,"
+        "  namespace     text        NOT NULL,"
+        "  idem_key      text,"
+        "  topic         text        NOT NULL,"
+        "  key           bytea,"
+        "  value         bytea,"
+        "  header_names  text[]      NOT NULL DEFAULT '{}',"
+        "  header_values bytea[]     NOT NULL DEFAULT '{}',"
+        "  created_at    timestamptz NOT NULL DEFAULT now(),"
+        "  sent_at       timestamptz"
+        ");"
+        "CREATE INDEX IF NOT EXISTS outbox_unsent ON dedupd.outbox (namespace, id) WHERE sent_at IS NULL;",
 };
 #define MIGRATION_CNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -328,8 +353,10 @@ void store_array_free(struct store_array *a)
 
 enum store_rc store_claim(struct store *s, const char *ns, size_t n, const char *const *keys,
                           const char *const *topics, const int32_t *parts, const int64_t *offsets,
-                          const char *const *fingerprints, int *fresh, char *err, size_t errsz)
+                          const char *const *fingerprints, int64_t keep_ms, int64_t response_ttl_ms,
+                          int *fresh, char *err, size_t errsz)
 {
+        char keep[24], ttl[24];
         struct store_array k = {0}, t = {0}, p = {0}, o = {0}, f = {0};
         PGresult *r = NULL;
         enum store_rc rc;
@@ -342,22 +369,28 @@ enum store_rc store_claim(struct store *s, const char *ns, size_t n, const char 
                 store_array_text(&f, fingerprints[i]);
                 fresh[i] = 0;
         }
-        const char *params[6] = {ns,
+        snprintf(keep, sizeof(keep), "%" PRId64, keep_ms);
+        snprintf(ttl, sizeof(ttl), "%" PRId64, response_ttl_ms);
+        const char *params[8] = {ns,
                                  store_array_finish(&k),
                                  store_array_finish(&t),
                                  store_array_finish(&p),
                                  store_array_finish(&o),
-                                 store_array_finish(&f)};
+                                 store_array_finish(&f),
+                                 keep_ms > 0 ? keep : NULL,
+                                 response_ttl_ms > 0 ? ttl : NULL};
         /* ORDER BY: rows are inserted, and their index entries locked, in key
          * order, so two claimers of overlapping batches never deadlock. */
         rc = run(s,
-                 "INSERT INTO dedupd.keys (namespace, idem_key, status, fingerprint, topic, partition, \"offset\")"
-                 " SELECT $1, u.k, 'PENDING', decode(u.f, 'hex'), u.t, u.p, u.o"
+                 "INSERT INTO dedupd.keys (namespace, idem_key, status, fingerprint, topic, partition, \"offset\","
+                 " expires_at, response_expires_at)"
+                 " SELECT $1, u.k, 'PENDING', decode(u.f, 'hex'), u.t, u.p, u.o,"
+                 " now() + $7::bigint * interval '1 millisecond', now() + $8::bigint * interval '1 millisecond'"
                  " FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[]) AS u(k, t, p, o, f)"
                  " ORDER BY u.k COLLATE \"C\""
                  " ON CONFLICT (namespace, idem_key) DO NOTHING"
                  " RETURNING idem_key",
-                 6, params, &r, err, errsz);
+                 8, params, &r, err, errsz);
         if (rc == STORE_OK) {
                 /* keys are sorted bytewise (as the C collation above): search. */
                 for (int row = 0; row < PQntuples(r); row++) {

@@ -54,11 +54,14 @@ void store_array_free(struct store_array *a);
 
 /**
  * Claim keys (already unique and sorted) in one statement. fresh[i] is set
- * to 1 for each key this transaction inserted, 0 for a conflict.
+ * to 1 for each key this transaction inserted, 0 for a conflict. Keys
+ * expire keep_ms after now (0: never), responses response_ttl_ms after now
+ * (0: with the key) — by the database's clock.
  */
 enum store_rc store_claim(struct store *s, const char *ns, size_t n, const char *const *keys,
                           const char *const *topics, const int32_t *parts, const int64_t *offsets,
-                          const char *const *fingerprints, int *fresh, char *err, size_t errsz);
+                          const char *const *fingerprints, int64_t keep_ms, int64_t response_ttl_ms,
+                          int *fresh, char *err, size_t errsz);
 
 /** Final status ("DONE"/"FAILED") and first response of fresh keys. */
 enum store_rc store_record(struct store *s, const char *ns, size_t n, const char *const *keys,

@@ -346,7 +346,7 @@ static const struct err_case err_cases[] = {
         {"error: unknown top-level key",
          Y_HEAD "colour: blue\n" Y_TOPICS, 1,
          "t.yaml:7:1: unknown key 'colour'",
-         "(expected one of: namespace, log_level, shutdown_timeout_ms, postgres, kafka, topics)", NULL},
+         "(expected one of: namespace, log_level, shutdown_timeout_ms, postgres, kafka, topics, retention_classes, purge, outbox)", NULL},
         {"error: unknown key inside topics[0].key",
          Y_HEAD Y_TOPIC_START Y_SUBJECT Y_ACTION "      flavour: salty\n" Y_HANDLER, 1,
          "t.yaml:12:7: unknown key 'topics[0].key.flavour'",
@@ -483,6 +483,39 @@ static const struct err_case err_cases[] = {
         {"error: dead-letter topic is the topic itself",
          Y_HEAD Y_TOPICS "    dead_letter:\n      topic: t\n", 1,
          "t.yaml:8:5: topic 't': the dead-letter topic cannot be the topic itself", NULL, NULL},
+        /* retention classes: the seed's inequality, with the numbers */
+        {"error: retention keep not longer than retry + skew + replay",
+         Y_HEAD Y_TOPICS "    retention: pay\n"
+         "retention_classes:\n  pay:\n    keep: 2d\n    max_retry: 30s\n    clock_skew: 5m\n"
+         "    replay_window: 48h\n", 1,
+         "t.yaml:16:3: retention class 'pay': keep 2d must exceed max_retry + clock_skew + replay_window = 30s + 5m + 2d = 2d 5m 30s",
+         "short by 5m 30s", NULL},
+        {"error: retention class not defined",
+         Y_HEAD Y_TOPICS "    retention: gold\n", 1,
+         "t.yaml:8:5: topic 't': retention class 'gold' is not defined", NULL, NULL},
+        {"error: retention keep is required",
+         Y_HEAD Y_TOPICS "retention_classes:\n  pay:\n    max_retry: 30s\n", 1,
+         "t.yaml:16:5: missing required key 'retention_classes.pay.keep'", NULL, NULL},
+        {"error: bad duration",
+         Y_HEAD Y_TOPICS "retention_classes:\n  pay:\n    keep: 3 fortnights\n", 1,
+         "t.yaml:16:11: 'retention_classes.pay.keep': '3 fortnights' is not a duration", NULL, NULL},
+        {"error: response_ttl longer than keep",
+         Y_HEAD Y_TOPICS "retention_classes:\n  pay:\n    keep: 1h\n    response_ttl: 2h\n", 1,
+         "t.yaml:15:3: retention class 'pay': response_ttl 2h is longer than keep 1h", NULL, NULL},
+        {"error: unknown mode",
+         Y_HEAD Y_TOPICS "    mode: eventually\n", 1,
+         "t.yaml:14:11: 'topics[0].mode': 'eventually' is not one of transactional, external", NULL, NULL},
+        {"error: unknown on_expired policy",
+         Y_HEAD Y_TOPICS "    external:\n      on_expired: retry\n", 1,
+         "t.yaml:15:19: 'topics[0].external.on_expired': 'retry' is not one of dead-letter, skip, reexecute",
+         NULL, NULL},
+        {"error: unknown on_mismatch policy",
+         Y_HEAD Y_TOPICS "    fingerprint:\n      on_mismatch: ignore\n", 1,
+         "t.yaml:15:20: 'topics[0].fingerprint.on_mismatch': 'ignore' is not one of absorb, dead-letter",
+         NULL, NULL},
+        {"error: fingerprint fields not a list of paths",
+         Y_HEAD Y_TOPICS "    fingerprint:\n      fields: [\"a..b\"]\n", 1,
+         "t.yaml:8:5: topic 't': fingerprint.fields[0]:", "empty member name", NULL},
         {"error: unknown log level",
          "namespace: svc\nlog_level: loud\n" Y_PG Y_KAFKA Y_TOPICS, 1,
          "t.yaml:2:12: 'log_level': 'loud' is not one of error, warn, info, debug", NULL, NULL},
@@ -582,6 +615,58 @@ static void several_errors_at_once(void **state)
         for (size_t i = 0; i < errs.cnt; i++)
                 assert_prefix(errs.msgs[i], want[i]);
         config_errors_clear(&errs);
+}
+
+static void retention_and_modes_load(void **state)
+{
+        struct config_errors errs = {0};
+        struct config *cfg = config_load_string(
+                "t.yaml",
+                Y_HEAD Y_TOPICS "    retention: pay\n    mode: external\n"
+                "    external: {lease_ms: 5s, on_expired: skip}\n"
+                "    fingerprint: {fields: [user_id, amount], on_mismatch: dead-letter}\n"
+                "retention_classes:\n  pay:\n    keep: 7d\n    max_retry: 30s\n    clock_skew: 5m\n"
+                "    replay_window: 48h\n    response_ttl: 24h\n    allow_shorter_than_topic: true\n",
+                &errs);
+        if (!cfg)
+                print_errors(&errs);
+        assert_non_null(cfg);
+        const struct topic_conf *t = &cfg->topics[0];
+        assert_non_null(t->retention);
+        assert_string_equal(t->retention->name, "pay");
+        assert_true(t->retention->keep_ms == 7LL * 86400000);
+        assert_true(t->retention->replay_window_ms == 48LL * 3600000);
+        assert_true(t->retention->response_ttl_ms == 24LL * 3600000);
+        assert_int_equal(t->retention->allow_shorter_than_topic, 1);
+        assert_int_equal(t->mode, MODE_EXTERNAL);
+        assert_true(t->lease_ms == 5000);
+        assert_true(t->expire_grace_ms == 600000); /* default 10m */
+        assert_int_equal(t->on_expired, EXPIRED_SKIP);
+        assert_int_equal(t->on_mismatch, MISMATCH_DEAD_LETTER);
+        assert_int_equal((int)json_array_size(t->fingerprint_fields), 2);
+        assert_string_equal(t->reply_header, "reply-to");
+        assert_string_equal(t->correlation_header, "correlation-id");
+        assert_int_equal(cfg->purge_interval_ms, 60000);
+        assert_int_equal(cfg->outbox_batch, 500);
+        config_free(cfg);
+        config_errors_clear(&errs);
+}
+
+static void durations(void **state)
+{
+        char buf[64];
+        assert_true(config_parse_duration("250ms") == 250);
+        assert_true(config_parse_duration("30s") == 30000);
+        assert_true(config_parse_duration("5m") == 300000);
+        assert_true(config_parse_duration("48h") == 172800000);
+        assert_true(config_parse_duration("7d") == 604800000);
+        assert_true(config_parse_duration("1500") == 1500);
+        assert_true(config_parse_duration("-1s") == -1);
+        assert_true(config_parse_duration("1y") == -1);
+        assert_true(config_parse_duration("") == -1);
+        assert_string_equal(config_format_duration(172800000 + 330000, buf, sizeof(buf)), "2d 5m 30s");
+        assert_string_equal(config_format_duration(0, buf, sizeof(buf)), "0s");
+        assert_string_equal(config_format_duration(1250, buf, sizeof(buf)), "1s 250ms");
 }
 
 /* A load appends to errs; only its own problems make it fail. */
@@ -711,6 +796,8 @@ int main(void)
                 cmocka_unit_test(kafka_errors_verbatim),
                 cmocka_unit_test(several_errors_at_once),
                 cmocka_unit_test(errors_accumulate),
+                cmocka_unit_test(retention_and_modes_load),
+                cmocka_unit_test(durations),
                 cmocka_unit_test(reference_lists_every_key),
                 cmocka_unit_test(interpolate_long_values),
         };

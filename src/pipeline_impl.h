@@ -1,0 +1,36 @@
+/* pipeline_impl: the pipeline's insides, shared by the transactional (pipeline.c) and external (external.c) paths. */
+#ifndef DEDUPD_PIPELINE_IMPL_H
+#define DEDUPD_PIPELINE_IMPL_H
+
+#include "pipeline.h"
+
+struct watchdog;
+
+/* What this process knows of a partition, for the crash-loop guard. */
+struct part_state {
+        size_t topic_idx;
+        int32_t partition;
+        int64_t verified_next; /* next offset after this process's last commit, -1: none */
+        int64_t guarded_from;  /* batch start already counted by this process, -1: none */
+        int64_t isolate_until; /* one message per batch below this offset */
+        int had_attempts;      /* rows may exist in dedupd.attempts */
+};
+
+struct pipeline {
+        const struct config *cfg;
+        struct store *store;
+        struct pl_dlq_ops ops;
+        struct handler *handlers; /* one per topic */
+        struct pl_stats stats;
+        struct part_state *parts;
+        size_t part_cnt;
+        struct watchdog *watchdog; /* may be NULL */
+};
+
+
+/** Derive key and fingerprint once per message (kept across attempts), and
+ *  set dlq_reason for what cannot be processed (oversized, no key, retry
+ *  budget spent). */
+void pipeline_prepare(const struct topic_conf *t, struct pl_msg *m);
+
+#endif
