@@ -10,6 +10,7 @@
 
 #include "fault.h"
 #include "log.h"
+#include "outbox.h"
 
 #define POLL_SLICE_MS 100
 #define STATS_INTERVAL_MS 10000
@@ -25,6 +26,8 @@ struct consumer {
         const struct config *cfg;
         struct store *store;
         struct pipeline *pl;
+        struct producer *producer;
+        int64_t last_relay_ms;
         struct tbuf *bufs; /* one per topic */
         int paused;        /* partitions paused while a batch cannot commit */
         int fatal;
@@ -228,7 +231,7 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 }
 
 struct consumer *consumer_new(const struct config *cfg, struct store *store, struct pipeline *pl,
-                              char *err, size_t errsz)
+                              struct producer *producer, char *err, size_t errsz)
 {
         struct consumer *c = calloc(1, sizeof(*c));
         rd_kafka_conf_t *conf = NULL;
@@ -242,6 +245,7 @@ struct consumer *consumer_new(const struct config *cfg, struct store *store, str
         c->cfg = cfg;
         c->store = store;
         c->pl = pl;
+        c->producer = producer;
         c->bufs = calloc(cfg->topic_cnt, sizeof(*c->bufs));
         conf = rd_kafka_conf_new();
         for (size_t i = 0; i < cfg->kafka_cnt; i++) {
@@ -419,6 +423,31 @@ static void process(struct consumer *c, size_t t, volatile sig_atomic_t *stop)
         }
 }
 
+/* Publish what committed batches wrote to the outbox: right after a batch
+ * that wrote some, and every outbox.interval_ms for rows a crash left behind. */
+static void relay(struct consumer *c, int force)
+{
+        int64_t now = log_now_ms();
+        char err[512];
+        if (c->paused || !c->producer || !store_ok(c->store))
+                return;
+        if (!force && now - c->last_relay_ms < c->cfg->outbox_interval_ms)
+                return;
+        c->last_relay_ms = now;
+        for (int round = 0; round < 100; round++) {
+                int n = outbox_relay(c->store, c->producer, c->cfg->namespace, c->cfg->outbox_batch, err,
+                                     sizeof(err));
+                if (n < 0) {
+                        log_warn("outbox", "relay: %s (rows stay unsent and are retried)", err);
+                        return;
+                }
+                if (n)
+                        log_debug("outbox", "published %d message(s)", n);
+                if (n < c->cfg->outbox_batch)
+                        return;
+        }
+}
+
 static void log_stats(struct consumer *c)
 {
         const struct pl_stats *s = pipeline_stats(c->pl);
@@ -456,6 +485,7 @@ int consumer_run(struct consumer *c, volatile sig_atomic_t *stop, char *err, siz
                                        now - b->first_ms >= c->cfg->topics[t].batch_max_wait_ms))
                                 process(c, t, stop);
                 }
+                relay(c, pipeline_take_outbox(c->pl) > 0);
                 if (now - c->last_stats_ms >= STATS_INTERVAL_MS)
                         log_stats(c);
         }

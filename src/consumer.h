@@ -11,8 +11,12 @@
 
 struct consumer;
 
+struct producer;
+
+/** producer publishes the outbox (replies, emitted messages) after COMMIT. */
 struct consumer *consumer_new(const struct config *cfg, struct store *store, struct pipeline *pl,
-                              char *err, size_t errsz) __attribute__((warn_unused_result));
+                              struct producer *producer, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
 
 /**
  * Run until *stop becomes non-zero. The batch in flight is finished (or

@@ -10,7 +10,7 @@
 
 #include "config.h"
 #include "consumer.h"
-#include "dlq.h"
+#include "producer.h"
 #include "log.h"
 #include "pipeline.h"
 #include "store.h"
@@ -68,7 +68,7 @@ int main(int argc, char **argv)
         struct config_errors errs = {0};
         struct config *cfg = NULL;
         struct store store = {0};
-        struct dlq *dlq = NULL;
+        struct producer *producer = NULL;
         struct pipeline *pl = NULL;
         struct consumer *c = NULL;
         struct watchdog *wd = NULL;
@@ -135,12 +135,12 @@ int main(int argc, char **argv)
                 log_error("dedupd", "schema migration failed: %s", err);
                 goto out;
         }
-        dlq = dlq_new(cfg, err, sizeof(err));
-        if (!dlq) {
-                log_error("dedupd", "dead-letter producer: %s", err);
+        producer = producer_new(cfg, err, sizeof(err));
+        if (!producer) {
+                log_error("dedupd", "Kafka producer: %s", err);
                 goto out;
         }
-        pl = pipeline_new(cfg, &store, (struct pl_dlq_ops){dlq_send, dlq}, err, sizeof(err));
+        pl = pipeline_new(cfg, &store, (struct pl_dlq_ops){producer_dead_letter, producer}, err, sizeof(err));
         if (!pl) {
                 log_error("dedupd", "%s", err);
                 rc = 2;
@@ -152,7 +152,7 @@ int main(int argc, char **argv)
                 goto out;
         }
         pipeline_set_watchdog(pl, wd);
-        c = consumer_new(cfg, &store, pl, err, sizeof(err));
+        c = consumer_new(cfg, &store, pl, producer, err, sizeof(err));
         if (!c) {
                 log_error("dedupd", "Kafka consumer: %s", err);
                 goto out;
@@ -168,7 +168,7 @@ out:
         consumer_free(c);
         watchdog_stop(wd);
         pipeline_free(pl);
-        dlq_free(dlq);
+        producer_free(producer);
         store_close(&store);
         config_free(cfg);
         return rc;

@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "outbox.h"
 
 static PGconn *host_conn(struct dedupd_ctx *ctx) { return ctx->conn; }
 
@@ -74,6 +75,26 @@ static void host_init_log(struct dedupd_init_ctx *ictx, int level, const char *f
         va_end(ap);
 }
 
+static int host_emit(struct dedupd_ctx *ctx, const char *topic, const void *key, size_t key_len,
+                     const void *value, size_t value_len, const struct dedupd_header *headers,
+                     size_t header_cnt)
+{
+        char err[512];
+        if (!ctx->ns || !topic || !*topic) {
+                log_error(ctx->log_prefix, "emit: %s", !ctx->ns ? "not available in external mode "
+                                                                   "(there is no transaction to join)"
+                                                                 : "no topic");
+                return -1;
+        }
+        if (outbox_insert(ctx->conn, ctx->ns, ctx->idem_key, topic, key, key_len, value, value_len,
+                          headers, header_cnt, err, sizeof(err))) {
+                log_warn(ctx->log_prefix, "emit to %s: %s", topic, err);
+                return -1;
+        }
+        ctx->emitted++;
+        return 0;
+}
+
 const struct dedupd_host host_api = {
         .abi_major = DEDUPD_HANDLER_ABI_MAJOR,
         .size = sizeof(struct dedupd_host),
@@ -84,6 +105,7 @@ const struct dedupd_host host_api = {
         .config_get = host_config_get,
         .init_conn = host_init_conn,
         .init_log = host_init_log,
+        .emit = host_emit,
 };
 
 void host_ctx_reset(struct dedupd_ctx *ctx)

@@ -13,6 +13,8 @@ struct dedupd_ctx {
         const char *log_prefix; /* "handler:transfer" */
         char *response;         /* owned; NULL when the handler set none */
         size_t response_len;
+        const char *ns;         /* namespace; NULL where emit is not available (external mode) */
+        int emitted;            /* messages written to the outbox */
 };
 
 struct dedupd_init_ctx {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <jansson.h>
+#include <openssl/evp.h>
 #include <openssl/sha.h>
 
 enum part_kind { PART_LITERAL, PART_JSON, PART_HEADER, PART_KEY };
@@ -504,4 +505,52 @@ out:
         free(b.p);
         json_decref(root);
         return rc;
+}
+
+void keyspec_fingerprint(const json_t *paths, const void *value, size_t len, char out[65])
+{
+        unsigned char md[SHA256_DIGEST_LENGTH];
+        json_error_t jerr;
+        json_t *root = value && len ? json_loadb(value, len, JSON_DECODE_ANY, &jerr) : NULL;
+        EVP_MD_CTX *sha = EVP_MD_CTX_new();
+        size_t i;
+        json_t *p;
+
+        if (!sha) {
+                memset(out, '0', 64);
+                out[64] = '\0';
+                json_decref(root);
+                return;
+        }
+        EVP_DigestInit_ex(sha, EVP_sha256(), NULL);
+        if (!root) {
+                EVP_DigestUpdate(sha, value ? value : "", len);
+        } else {
+                json_array_foreach(paths, i, p) {
+                        struct part part = {0};
+                        char err[128];
+                        json_t *v = root;
+                        if (i > 0)
+                                EVP_DigestUpdate(sha, "\x1f", 1);
+                        if (json_is_string(p) && !path_parse(json_string_value(p), &part, err, sizeof(err))) {
+                                for (size_t k = 0; k < part.step_cnt && v; k++)
+                                        v = part.steps[k].member
+                                                    ? (json_is_object(v) ? json_object_get(v, part.steps[k].member) : NULL)
+                                                    : json_array_get(v, part.steps[k].index);
+                        } else {
+                                v = NULL;
+                        }
+                        for (size_t k = 0; k < part.step_cnt; k++)
+                                free(part.steps[k].member);
+                        free(part.steps);
+                        char *enc = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+                        EVP_DigestUpdate(sha, enc ? enc : "null", enc ? strlen(enc) : 4);
+                        free(enc);
+                }
+                json_decref(root);
+        }
+        EVP_DigestFinal_ex(sha, md, NULL);
+        EVP_MD_CTX_free(sha);
+        for (int k = 0; k < SHA256_DIGEST_LENGTH; k++)
+                snprintf(out + 2 * k, 3, "%02x", md[k]);
 }

@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "dedupd/handler.h"
 
 /** Keys longer than this are stored as "sha256:<hex>" of the full key so
@@ -43,5 +45,13 @@ int keyspec_needs_json(const struct keyspec *ks);
  */
 int keyspec_derive(const struct keyspec *ks, const struct keyspec_input *in, char *out,
                    size_t outsz, char *err, size_t errsz);
+
+/**
+ * Fingerprint chosen fields of a JSON payload: SHA-256 (hex, 64 chars + NUL
+ * into out) over each field's compact JSON encoding (keys sorted), "null"
+ * for a missing field, separated by 0x1F. A payload that is not JSON is
+ * fingerprinted whole.
+ */
+void keyspec_fingerprint(const json_t *paths, const void *value, size_t len, char out[65]);
 
 #endif

@@ -12,10 +12,18 @@
 #include "host.h"
 #include "keyspec.h"
 #include "log.h"
+#include "outbox.h"
 #include "pipeline_impl.h"
 #include "watchdog.h"
 
 void pipeline_set_watchdog(struct pipeline *pl, struct watchdog *w) { pl->watchdog = w; }
+
+size_t pipeline_take_outbox(struct pipeline *pl)
+{
+        size_t n = pl->outbox_pending;
+        pl->outbox_pending = 0;
+        return n;
+}
 
 void pl_msg_clear(struct pl_msg *m)
 {
@@ -190,10 +198,14 @@ void pipeline_prepare(const struct topic_conf *t, struct pl_msg *m)
                         return;
                 }
                 m->idem_key = strdup(key);
-                unsigned char md[SHA256_DIGEST_LENGTH];
-                SHA256(m->value ? m->value : (const void *)"", m->value_len, md);
-                for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
-                        snprintf(m->fingerprint + 2 * i, 3, "%02x", md[i]);
+                if (t->fingerprint_fields) {
+                        keyspec_fingerprint(t->fingerprint_fields, m->value, m->value_len, m->fingerprint);
+                } else {
+                        unsigned char md[SHA256_DIGEST_LENGTH];
+                        SHA256(m->value ? m->value : (const void *)"", m->value_len, md);
+                        for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
+                                snprintf(m->fingerprint + 2 * i, 3, "%02x", md[i]);
+                }
         }
         if (m->attempts >= t->retry_max_attempts)
                 set_reason(m, "handler returned RETRY %d times (retry.max_attempts)", m->attempts);
@@ -220,15 +232,69 @@ static int idx_cmp(const void *a, const void *b)
         return x < y ? -1 : x > y;
 }
 
-struct outcome_log {
-        const char *topic;
+/* A conflicting key's stored first outcome. */
+struct outcome {
+        char *status, *response, *fingerprint;
 };
 
-static void log_outcome(void *opaque, const char *key, const char *status, const char *response)
+struct outcome_sink {
+        const char **rep_keys; /* sorted bytewise */
+        size_t nreps;
+        struct outcome *out;   /* per rep */
+};
+
+static void keep_outcome(void *opaque, const char *key, const char *status, const char *response,
+                         const char *fingerprint)
 {
-        const struct outcome_log *o = opaque;
-        log_debug(o->topic, "duplicate %s absorbed; first outcome %s: %s", key, status,
-                  response ? response : "(no response)");
+        struct outcome_sink *o = opaque;
+        size_t lo = 0, hi = o->nreps;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = strcmp(o->rep_keys[mid], key);
+                if (c == 0) {
+                        o->out[mid].status = strdup(status);
+                        o->out[mid].response = response ? strdup(response) : NULL;
+                        o->out[mid].fingerprint = fingerprint ? strdup(fingerprint) : NULL;
+                        log_debug("pipeline", "duplicate %s absorbed; first outcome %s: %s", key, status,
+                                  response ? response : "(no response)");
+                        return;
+                }
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+}
+
+static const struct dedupd_header *find_header(const struct pl_msg *m, const char *name)
+{
+        const struct dedupd_header *h = NULL;
+        for (size_t k = 0; k < m->header_cnt; k++)
+                if (!strcmp(m->headers[k].name, name))
+                        h = &m->headers[k];
+        return h;
+}
+
+/* The outcome, byte for byte as stored, to the topic the message named. */
+static enum store_rc reply(PGconn *conn, const char *ns, const struct topic_conf *t,
+                           const struct pl_msg *m, const struct dedupd_header *to, const char *status,
+                           const char *response, int duplicate, char *err, size_t errsz)
+{
+        char topic[256];
+        struct dedupd_header hdrs[4];
+        size_t nh = 0;
+        const struct dedupd_header *corr = find_header(m, t->correlation_header);
+        snprintf(topic, sizeof(topic), "%.*s", (int)to->value_len, (const char *)to->value);
+        if (corr)
+                hdrs[nh++] = *corr;
+        hdrs[nh++] = (struct dedupd_header){"dedupd.status", status, strlen(status)};
+        hdrs[nh++] = (struct dedupd_header){"dedupd.duplicate", duplicate ? "true" : "false",
+                                            duplicate ? 4 : 5};
+        if (outbox_insert(conn, ns, m->idem_key, topic, corr ? corr->value : NULL,
+                          corr ? corr->value_len : 0, response, response ? strlen(response) : 0, hdrs, nh,
+                          err, errsz))
+                return store_classify(conn, NULL) == STORE_CONN ? STORE_CONN : STORE_ERROR;
+        return STORE_OK;
 }
 
 static enum pl_rc fail(struct store *s, enum store_rc rc)
@@ -273,12 +339,15 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
         const char **rs = calloc(n ? n : 1, sizeof(*rs)), **rr = calloc(n ? n : 1, sizeof(*rr));
         int32_t *kp = calloc(n ? n : 1, sizeof(*kp));
         int64_t *ko = calloc(n ? n : 1, sizeof(*ko));
+        size_t *rep_of = calloc(n ? n : 1, sizeof(*rep_of));  /* batch index -> its key's rep */
+        struct outcome *stored = calloc(n ? n : 1, sizeof(*stored)); /* per rep, when it conflicted */
+        int64_t *mism = calloc(n ? n : 1, sizeof(*mism));       /* per batch index: 1 mismatch */
         size_t nk = 0, nreps = 0, nfresh = 0, ndlq = 0, nprog = 0;
 
         *ncommits = 0;
         snprintf(ctxname, sizeof(ctxname), "topic:%s", t->name);
         if (!ks || !reps || !order || !fresh || !status || !ctxs || !dlq || !prog || !kk || !kt ||
-            !kf || !rs || !rr || !kp || !ko) {
+            !kf || !rs || !rr || !kp || !ko || !rep_of || !stored || !mism) {
                 snprintf(err, errsz, "out of memory");
                 goto out;
         }
@@ -316,8 +385,10 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
         for (size_t i = 0; i < nk; i++) {
                 if (i > 0 && !strcmp(ks[i].key, ks[i - 1].key)) {
                         status[ks[i].idx] = 3;
+                        rep_of[ks[i].idx] = nreps - 1;
                         continue;
                 }
+                rep_of[ks[i].idx] = nreps;
                 const struct pl_msg *m = msgs[ks[i].idx];
                 reps[nreps] = ks[i].idx;
                 kk[nreps] = m->idem_key;
@@ -340,13 +411,78 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
                 goto out;
         }
         fault_point("after_claim");
+        size_t nconf = 0;
         for (size_t i = 0; i < nreps; i++) {
-                if (fresh[i])
+                if (fresh[i]) {
                         order[nfresh++] = reps[i];
-                else
+                } else {
                         status[reps[i]] = 3;
+                        kk[nconf++] = kk[i];
+                }
         }
         qsort(order, nfresh, sizeof(*order), idx_cmp);
+
+        /* Keys seen before: their first outcome and fingerprint. */
+        if (nconf) {
+                struct outcome_sink sink = {kk, nreps, stored};
+                /* kk[0..nconf) now holds the conflicting keys; the sink searches
+                 * all reps by key, so rebuild the rep key list first. */
+                const char **conflicting = calloc(nconf, sizeof(*conflicting));
+                if (!conflicting) {
+                        snprintf(err, errsz, "out of memory");
+                        ret = fail(s, STORE_ERROR);
+                        goto out;
+                }
+                memcpy(conflicting, kk, nconf * sizeof(*kk));
+                for (size_t i = 0; i < nreps; i++)
+                        kk[i] = msgs[reps[i]]->idem_key;
+                rc = store_outcomes(s, pl->cfg->namespace, nconf, conflicting, keep_outcome, &sink, err,
+                                    errsz);
+                free(conflicting);
+                if (rc) {
+                        ret = fail(s, rc);
+                        goto out;
+                }
+        }
+
+        /* Same key, different fingerprint: a key-design bug or a client bug. */
+        size_t nmis_dlq = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (status[i] != 3)
+                        continue;
+                size_t r = rep_of[i];
+                const char *first = fresh[r] ? msgs[reps[r]]->fingerprint : stored[r].fingerprint;
+                if (!first || !*first || !strcmp(first, msgs[i]->fingerprint))
+                        continue;
+                mism[i] = 1;
+                log_warn(ctxname, "key %s: fingerprint mismatch at partition %d offset %lld: first %.16s…, "
+                                  "this message %.16s… (%s)",
+                         msgs[i]->idem_key, (int)msgs[i]->partition, (long long)msgs[i]->offset, first,
+                         msgs[i]->fingerprint,
+                         t->on_mismatch == MISMATCH_DEAD_LETTER ? "dead-lettered" : "absorbed");
+                if (t->on_mismatch == MISMATCH_DEAD_LETTER) {
+                        snprintf(msgs[i]->stored_fingerprint, sizeof(msgs[i]->stored_fingerprint), "%s", first);
+                        free(msgs[i]->dlq_reason);
+                        msgs[i]->dlq_reason = strdup("fingerprint mismatch: same key, different payload");
+                        status[i] = 4;
+                        dlq[nmis_dlq++] = msgs[i];
+                }
+        }
+        if (nmis_dlq) {
+                /* Inside the transaction: if the write is not acknowledged, the
+                 * batch rolls back and nothing is acknowledged either. */
+                if (pl->ops.dead_letter(pl->ops.opaque, t->dlq_topic, pl->cfg->namespace, dlq, nmis_dlq,
+                                        err, errsz)) {
+                        store_rollback(s);
+                        for (size_t i = 0; i < nmis_dlq; i++) {
+                                free(dlq[i]->dlq_reason);
+                                dlq[i]->dlq_reason = NULL;
+                                dlq[i]->stored_fingerprint[0] = '\0';
+                        }
+                        ret = PL_DLQ_FAILED;
+                        goto out;
+                }
+        }
 
         const struct dedupd_handler *d = h->desc;
         int use_sp = !(d->flags & DEDUPD_HANDLER_F_CLEAN_REJECT);
@@ -355,7 +491,8 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
 
         for (size_t j = 0; j < nfresh; j++) {
                 size_t i = order[j];
-                ctxs[i] = (struct dedupd_ctx){conn, msgs[i]->idem_key, h->log_prefix, NULL, 0};
+                ctxs[i] = (struct dedupd_ctx){conn, msgs[i]->idem_key, h->log_prefix, NULL, 0,
+                                              pl->cfg->namespace, 0};
         }
         if (d->handle_batch && nfresh) {
                 const struct dedupd_msg **dm = calloc(nfresh, sizeof(*dm));
@@ -488,6 +625,34 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
                 goto out;
         }
 
+        /* 5b. replies: the first outcome, to whoever asked and named a reply topic */
+        if (t->reply_header && *t->reply_header) {
+                for (size_t i = 0; i < n; i++) {
+                        if (status[i] < 1 || status[i] > 3)
+                                continue;
+                        const struct dedupd_header *to = find_header(msgs[i], t->reply_header);
+                        if (!to || !to->value || !to->value_len)
+                                continue;
+                        const char *st, *resp;
+                        if (status[i] != 3 || fresh[rep_of[i]]) {
+                                size_t f = status[i] == 3 ? reps[rep_of[i]] : i;
+                                st = status[f] == 1 ? "DONE" : "FAILED";
+                                resp = ctxs[f].response ? ctxs[f].response : (status[f] == 2 ? "rejected" : NULL);
+                        } else {
+                                st = stored[rep_of[i]].status;
+                                resp = stored[rep_of[i]].response;
+                        }
+                        if ((rc = reply(s->conn, pl->cfg->namespace, t, msgs[i], to, st, resp,
+                                        status[i] == 3, err, errsz))) {
+                                ret = fail(s, rc);
+                                goto out;
+                        }
+                        pl->outbox_pending++;
+                }
+        }
+        for (size_t j = 0; j < nfresh; j++)
+                pl->outbox_pending += (size_t)ctxs[order[j]].emitted;
+
         /* 6. per-partition progress, in the same transaction */
         for (size_t i = 0; i < n; i++) {
                 struct store_progress *p = progress_of(prog, &nprog, t->name, msgs[i]->partition);
@@ -496,6 +661,7 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
                 if (msgs[i]->offset < p->from_offset)
                         p->from_offset = msgs[i]->offset;
                 p->consumed++;
+                p->mismatches += mism[i];
                 if (msgs[i]->dlq_reason)
                         p->dead_lettered++;
                 else if (status[i] == 1)
@@ -525,6 +691,7 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
                 pl->stats.rejected += (uint64_t)prog[i].rejected;
                 pl->stats.duplicates += (uint64_t)prog[i].duplicates;
                 pl->stats.dead_lettered += (uint64_t)prog[i].dead_lettered;
+                pl->stats.mismatches += (uint64_t)prog[i].mismatches;
         }
         *ncommits = nprog;
         for (size_t i = 0; i < nprog; i++) {
@@ -546,17 +713,7 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
                 if (status[i] == 2)
                         log_info(ctxname, "key %s rejected: %s", msgs[i]->idem_key, rr[j] ? rr[j] : "");
         }
-        if (log_level_current >= LOG_DEBUG) {
-                size_t nd = 0;
-                for (size_t i = 0; i < nreps; i++)
-                        if (!fresh[i])
-                                kk[nd++] = kk[i];
-                struct outcome_log ol = {ctxname};
-                char oerr[256];
-                store_outcomes(s, pl->cfg->namespace, nd, kk, log_outcome, &ol, oerr, sizeof(oerr));
-                log_debug(ctxname, "batch of %zu: %zu applied or rejected, %zu duplicates, %zu dead-lettered",
-                          n, nfresh, n - nfresh - ndlq, ndlq);
-        }
+        log_debug(ctxname, "batch of %zu: %zu applied or rejected, %zu keys seen before", n, nfresh, nconf);
         ret = PL_OK;
 out:
         watchdog_disarm(pl->watchdog);
@@ -579,5 +736,13 @@ out:
         free(rr);
         free(kp);
         free(ko);
+        free(rep_of);
+        for (size_t i = 0; stored && i < n; i++) {
+                free(stored[i].status);
+                free(stored[i].response);
+                free(stored[i].fingerprint);
+        }
+        free(stored);
+        free(mism);
         return ret;
 }

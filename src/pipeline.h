@@ -31,6 +31,7 @@ struct pl_msg {
         /* Pipeline state, kept across attempts of the same batch. */
         char *idem_key;     /* derived once */
         char fingerprint[65];
+        char stored_fingerprint[65]; /* set when a duplicate's fingerprint differs */
         char *dlq_reason;   /* set: the message goes to the dead-letter topic */
         int dead_lettered;  /* the dead-letter write was acknowledged */
         int attempts;       /* handler RETRY results so far */
@@ -64,7 +65,7 @@ enum pl_rc {
 };
 
 struct pl_stats {
-        uint64_t batches, consumed, applied, rejected, duplicates, dead_lettered, retries;
+        uint64_t batches, consumed, applied, rejected, duplicates, dead_lettered, retries, mismatches;
 };
 
 struct pipeline;
@@ -98,6 +99,9 @@ size_t pipeline_guard(struct pipeline *pl, size_t topic_idx, struct pl_msg *cons
 struct watchdog;
 /** Watch every batch transaction with w (batch.timeout_ms). */
 void pipeline_set_watchdog(struct pipeline *pl, struct watchdog *w);
+
+/** How many outbox rows committed batches wrote since the last call (the relay should run). */
+size_t pipeline_take_outbox(struct pipeline *pl);
 
 /** A partition was revoked: the next batch from it is guarded again. */
 void pipeline_forget(struct pipeline *pl, size_t topic_idx, int32_t partition);

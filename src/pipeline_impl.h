@@ -25,6 +25,7 @@ struct pipeline {
         struct part_state *parts;
         size_t part_cnt;
         struct watchdog *watchdog; /* may be NULL */
+        size_t outbox_pending;     /* rows written to the outbox since the relay last ran */
 };
 
 

@@ -459,13 +459,14 @@ enum store_rc store_outcomes(struct store *s, const char *ns, size_t n, const ch
                 store_array_text(&k, keys[i]);
         const char *params[2] = {ns, store_array_finish(&k)};
         rc = run(s,
-                 "SELECT idem_key, status, response FROM dedupd.keys"
+                 "SELECT idem_key, status, response, encode(fingerprint, 'hex') FROM dedupd.keys"
                  " WHERE namespace = $1 AND idem_key = ANY($2::text[])",
                  2, params, &r, err, errsz);
         if (rc == STORE_OK) {
                 for (int row = 0; row < PQntuples(r); row++)
                         cb(opaque, PQgetvalue(r, row, 0), PQgetvalue(r, row, 1),
-                           PQgetisnull(r, row, 2) ? NULL : PQgetvalue(r, row, 2));
+                           PQgetisnull(r, row, 2) ? NULL : PQgetvalue(r, row, 2),
+                           PQgetisnull(r, row, 3) ? NULL : PQgetvalue(r, row, 3));
                 PQclear(r);
         }
         store_array_free(&k);
@@ -475,7 +476,7 @@ enum store_rc store_outcomes(struct store *s, const char *ns, size_t n, const ch
 enum store_rc store_progress(struct store *s, const char *ns, size_t n,
                              const struct store_progress *p, char *err, size_t errsz)
 {
-        struct store_array a[9] = {{0}};
+        struct store_array a[10] = {{0}};
         enum store_rc rc;
 
         if (n == 0)
@@ -490,22 +491,23 @@ enum store_rc store_progress(struct store *s, const char *ns, size_t n,
                 store_array_int(&a[6], p[i].duplicates);
                 store_array_int(&a[7], p[i].dead_lettered);
                 store_array_int(&a[8], p[i].from_offset);
+                store_array_int(&a[9], p[i].mismatches);
         }
-        const char *params[10] = {ns};
-        for (int i = 0; i < 9; i++)
+        const char *params[11] = {ns};
+        for (int i = 0; i < 10; i++)
                 params[i + 1] = store_array_finish(&a[i]);
         /* Sorted by partition so concurrent owners (a zombie and its
          * successor) lock rows in the same order. GREATEST: never backwards. */
         rc = run(s,
                  "WITH u AS (SELECT * FROM unnest($2::text[], $3::int[], $4::bigint[], $5::bigint[],"
-                 " $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[])"
-                 " AS u(t, p, o, c, a, r, d, q, f)),"
+                 " $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[])"
+                 " AS u(t, p, o, c, a, r, d, q, f, m)),"
                  " log AS (INSERT INTO dedupd.progress_log (namespace, topic, partition, from_offset,"
-                 " next_offset, consumed, applied, rejected, duplicates, dead_lettered)"
-                 " SELECT $1, t, p, f, o, c, a, r, d, q FROM u)"
+                 " next_offset, consumed, applied, rejected, duplicates, dead_lettered, mismatches)"
+                 " SELECT $1, t, p, f, o, c, a, r, d, q, m FROM u)"
                  " INSERT INTO dedupd.offsets AS o (namespace, topic, partition, next_offset, consumed,"
-                 " applied, rejected, duplicates, dead_lettered)"
-                 " SELECT $1, u.t, u.p, u.o, u.c, u.a, u.r, u.d, u.q FROM u"
+                 " applied, rejected, duplicates, dead_lettered, mismatches)"
+                 " SELECT $1, u.t, u.p, u.o, u.c, u.a, u.r, u.d, u.q, u.m FROM u"
                  " ORDER BY u.t, u.p"
                  " ON CONFLICT (namespace, topic, partition) DO UPDATE SET"
                  " next_offset = GREATEST(o.next_offset, EXCLUDED.next_offset),"
@@ -514,9 +516,10 @@ enum store_rc store_progress(struct store *s, const char *ns, size_t n,
                  " rejected = o.rejected + EXCLUDED.rejected,"
                  " duplicates = o.duplicates + EXCLUDED.duplicates,"
                  " dead_lettered = o.dead_lettered + EXCLUDED.dead_lettered,"
+                 " mismatches = o.mismatches + EXCLUDED.mismatches,"
                  " updated_at = now()",
-                 10, params, NULL, err, errsz);
-        for (int i = 0; i < 9; i++)
+                 11, params, NULL, err, errsz);
+        for (int i = 0; i < 10; i++)
                 store_array_free(&a[i]);
         return rc;
 }

@@ -70,7 +70,7 @@ enum store_rc store_record(struct store *s, const char *ns, size_t n, const char
 
 /** Stored outcome of keys seen before: callback per found key. */
 typedef void(store_outcome_cb)(void *opaque, const char *key, const char *status,
-                               const char *response);
+                               const char *response, const char *fingerprint_hex);
 enum store_rc store_outcomes(struct store *s, const char *ns, size_t n, const char *const *keys,
                              store_outcome_cb *cb, void *opaque, char *err, size_t errsz);
 
@@ -80,7 +80,7 @@ struct store_progress {
         int32_t partition;
         int64_t from_offset; /* first offset of the partition in the batch */
         int64_t next_offset;
-        int64_t consumed, applied, rejected, duplicates, dead_lettered;
+        int64_t consumed, applied, rejected, duplicates, dead_lettered, mismatches;
 };
 
 /** Upsert next offsets (never backwards) and add the counters. */

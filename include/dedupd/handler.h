@@ -107,7 +107,24 @@ struct dedupd_host {
                 __attribute__((format(printf, 3, 4)))
 #endif
                 ;
+
+        /* ---- appended in ABI 1: check host->size before use ---- */
+
+        /** Emit a message (a reply, a follow-up event) through the outbox: it
+         *  is written in this message's transaction and published after
+         *  COMMIT by the relay, so it exists if and only if the effect
+         *  committed. key and value may be NULL. Returns 0, or -1 (in
+         *  external mode, where there is no transaction to join). A
+         *  handler using emit() must not set DEDUPD_HANDLER_F_CLEAN_REJECT
+         *  unless it emits only when it returns DEDUPD_OK. */
+        int (*emit)(struct dedupd_ctx *ctx, const char *topic, const void *key, size_t key_len,
+                    const void *value, size_t value_len, const struct dedupd_header *headers,
+                    size_t header_cnt);
 };
+
+/** 1 when the host table has field `member` (older hosts have a smaller table). */
+#define DEDUPD_HOST_HAS(host, member)                                                          \
+        ((host)->size >= offsetof(struct dedupd_host, member) + sizeof((host)->member))
 
 /** Descriptor flags. */
 enum dedupd_handler_flags {
