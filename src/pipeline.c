@@ -293,7 +293,7 @@ static enum store_rc reply(PGconn *conn, const char *ns, const struct topic_conf
         if (outbox_insert(conn, ns, m->idem_key, topic, corr ? corr->value : NULL,
                           corr ? corr->value_len : 0, response, response ? strlen(response) : 0, hdrs, nh,
                           err, errsz))
-                return store_classify(conn, NULL) == STORE_CONN ? STORE_CONN : STORE_ERROR;
+                return PQstatus(conn) != CONNECTION_OK ? STORE_CONN : STORE_ERROR;
         return STORE_OK;
 }
 
