@@ -8,9 +8,11 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "external.h"
 #include "fault.h"
 #include "log.h"
 #include "outbox.h"
+#include "retention.h"
 
 #define POLL_SLICE_MS 100
 #define STATS_INTERVAL_MS 10000
@@ -396,6 +398,9 @@ static void process(struct consumer *c, size_t t, volatile sig_atomic_t *stop)
                                 return;
                         continue;
                 }
+                /* A partial batch (external mode): what it committed is acknowledged now. */
+                if (nc > 0)
+                        acknowledge(c, commits, nc);
                 if (*stop) {
                         log_info(ctx, "shutting down: batch of %zu rolled back, it will be redelivered", n);
                         return;
@@ -412,7 +417,7 @@ static void process(struct consumer *c, size_t t, volatile sig_atomic_t *stop)
                         if (backoff < 10)
                                 backoff = 10;
                 } else {
-                        log_warn(ctx, "batch of %zu rolled back: %s; retrying in %d ms", n, err, backoff);
+                        log_warn(ctx, "batch of %zu not finished: %s; retrying in %d ms", n, err, backoff);
                         set_pause(c, 1);
                         wait_serving(c, backoff, stop);
                         backoff = backoff * 2 > tc->retry_backoff_max_ms ? tc->retry_backoff_max_ms
@@ -486,6 +491,8 @@ int consumer_run(struct consumer *c, volatile sig_atomic_t *stop, char *err, siz
                                 process(c, t, stop);
                 }
                 relay(c, pipeline_take_outbox(c->pl) > 0);
+                retention_tick(c->store, c->cfg, log_now_ms()); /* every purge.interval_ms */
+                external_reap_tick(c->pl, now);
                 if (now - c->last_stats_ms >= STATS_INTERVAL_MS)
                         log_stats(c);
         }

@@ -1,13 +1,19 @@
-/* dedupctl: the operator's tool — check a config, migrate the schema, inspect keys, show progress. */
+/* dedupctl: the operator's tool — check a config, migrate the schema, inspect keys, show progress,
+ * replay, verify, purge expired keys, plan their storage. */
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
+#include "lint.h"
 #include "loader.h"
 #include "log.h"
+#include "replay.h"
+#include "retention.h"
 #include "store.h"
+#include "verify.h"
 
 static void usage(FILE *fp)
 {
@@ -16,13 +22,42 @@ static void usage(FILE *fp)
                 "\n"
                 "Commands:\n"
                 "  check   -c FILE        validate a config: every problem as file:line:column: message,\n"
-                "                         and each handler's ABI; exit 1 when anything is wrong\n"
+                "                         and each handler's ABI; exit 1 when anything is wrong.\n"
+                "                         Key-design lint and the topics' retention.ms against each\n"
+                "                         retention class: warnings as file:line:column: warning: ...\n"
                 "  migrate -c FILE        apply the schema migrations (dedupd also does it at start)\n"
                 "  inspect -c FILE KEY    show a key's record (status, first response, origin, times)\n"
                 "  stats   -c FILE        keys by status and per-partition progress of the namespace\n"
+                "  purge   -c FILE [--batch N] [--dry-run]\n"
+                "                         purge the namespace now, as dedupd does every purge.interval_ms:\n"
+                "                         responses past response_ttl, then DONE/FAILED/EXPIRED keys past\n"
+                "                         expires_at (never PENDING), then old progress_log rows, in\n"
+                "                         batches of N (default purge.batch); --dry-run only counts\n"
+                "  plan    -c FILE --rate N/s|N/min|N/h\n"
+                "                         rows and bytes dedupd.keys holds per retention class at that\n"
+                "                         rate of new keys (row size measured, or 100 B estimated)\n"
+                "  replay  -c FILE -t TOPIC (--to-beginning | --to-offset N | --to-time TIME)\n"
+                "          [--partitions 0,2] [--dry-run]\n"
+                "                         move the group (kafka group.id) and dedupd.offsets of the\n"
+                "                         namespace to that position, so dedupd delivers those records\n"
+                "                         again; refused (exit 1) while the group has active members\n"
+                "  replay  -c FILE -t TOPIC --reproduce [--from-offset N | --from-time TIME]\n"
+                "          [--to-offset M | --to-time TIME] [--partitions 0,2] [--dry-run]\n"
+                "                         produce the records [N, M) of each partition again, unchanged\n"
+                "                         (key, value, headers, partition), as a misbehaving producer\n"
+                "                         would; default: everything in the topic now\n"
+                "  verify  -c FILE [--since TIME] [--expect-caught-up]\n"
+                "                         audit the namespace: keys by status, keys with two effects,\n"
+                "                         DONE keys without and FAILED keys with an effect, keys in\n"
+                "                         doubt, counters (and since TIME), lag per partition; exit 1\n"
+                "                         listing every anomaly with its key and origin\n"
                 "  help-config            every configuration key with its default\n"
                 "\n"
-                "Exit codes: 0 ok, 1 problem found (or key not found), 2 bad usage or unreachable database.\n");
+                "TIME: ISO-8601 with a zone (2026-11-29T20:00:00Z, 2026-11-29T21:00:00+01:00) or epoch\n"
+                "milliseconds.\n"
+                "\n"
+                "Exit codes: 0 ok, 1 problem found (key not found, anomalies, replay refused or failed),\n"
+                "2 bad usage or input, or unreachable database or broker.\n");
 }
 
 static struct config *load(const char *path)
@@ -35,8 +70,33 @@ static struct config *load(const char *path)
         return cfg;
 }
 
+/* What check found besides errors. */
+struct check_ctx {
+        const struct config *cfg;
+        int warnings;
+};
+
+static void check_lint(void *opaque, const struct topic_conf *t, const struct lint_finding *f)
+{
+        struct check_ctx *ck = opaque;
+        const struct config *cfg = ck->cfg;
+        ck->warnings += f->severity == LINT_WARN;
+        fprintf(stderr, "%s:%d:%d: %stopic '%s': %s\n", cfg->path, t->line, t->col,
+                f->severity == LINT_WARN ? "warning: " : "", t->name, f->message);
+}
+
+static void check_retention(void *opaque, enum retention_severity sev, const char *file, int line,
+                            int col, const char *msg)
+{
+        struct check_ctx *ck = opaque;
+        ck->warnings += sev == RETENTION_WARN;
+        fprintf(stderr, "%s:%d:%d: %s%s\n", file, line, col, sev == RETENTION_WARN ? "warning: " : "", msg);
+}
+
 static int cmd_check(struct config *cfg)
 {
+        struct check_ctx ck = {cfg, 0};
+        char rerr[1024];
         int bad = 0;
         for (size_t i = 0; i < cfg->topic_cnt; i++) {
                 const struct topic_conf *t = &cfg->topics[i];
@@ -53,9 +113,18 @@ static int cmd_check(struct config *cfg)
                        h.desc->name ? h.desc->name : "?", h.desc->abi_major, t->dlq_topic);
                 loader_close(&h);
         }
+        /* Lint warnings leave the exit code 0; so does a broker that does not answer. */
+        if (lint_config(cfg, check_lint, &ck))
+                bad = 1;
+        if (retention_check_topics(cfg, RETENTION_CHECK_TIMEOUT_MS, check_retention, &ck, rerr,
+                                   sizeof(rerr)))
+                bad = 1;
         if (bad)
                 return 1;
-        printf("%s: OK (namespace %s, %zu topic(s))\n", cfg->path, cfg->namespace, cfg->topic_cnt);
+        printf("%s: OK (namespace %s, %zu topic(s)", cfg->path, cfg->namespace, cfg->topic_cnt);
+        if (ck.warnings)
+                printf(", %d warning(s)", ck.warnings);
+        printf(")\n");
         return 0;
 }
 
@@ -106,7 +175,7 @@ static int cmd_inspect(struct config *cfg, const char *key)
         PGresult *r = PQexecParams(s.conn,
                                    "SELECT namespace, idem_key, status, response, attempts, topic, partition,"
                                    " \"offset\", encode(fingerprint, 'hex') AS fingerprint, created_at,"
-                                   " updated_at, expires_at FROM dedupd.keys"
+                                   " updated_at, expires_at, response_expires_at FROM dedupd.keys"
                                    " WHERE namespace = $1 AND idem_key = $2",
                                    2, NULL, params, NULL, NULL, 0);
         if (PQresultStatus(r) != PGRES_TUPLES_OK) {
@@ -117,7 +186,7 @@ static int cmd_inspect(struct config *cfg, const char *key)
                 rc = 1;
         } else {
                 for (int c = 0; c < PQnfields(r); c++)
-                        printf("%-12s %s\n", PQfname(r, c),
+                        printf("%-19s %s\n", PQfname(r, c),
                                PQgetisnull(r, 0, c) ? "(null)" : PQgetvalue(r, 0, c));
                 rc = 0;
         }
@@ -162,16 +231,187 @@ static int cmd_stats(struct config *cfg)
         return rc;
 }
 
+/* Options of replay and verify, as given. */
+struct args {
+        const char *topic, *partitions, *to_offset, *to_time, *from_offset, *from_time, *since;
+        int to_beginning, reproduce, dry_run, expect_caught_up;
+};
+
+static int parse_offset(const char *opt, const char *s, int64_t *out)
+{
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (!*s || *end || v < 0 || s[0] == '-') {
+                fprintf(stderr, "dedupctl: %s '%s': expected an offset (a number >= 0)\n", opt, s);
+                return -1;
+        }
+        *out = v;
+        return 0;
+}
+
+static int parse_time(const char *opt, const char *s, int64_t *out)
+{
+        char err[256];
+        if (replay_parse_time(s, out, err, sizeof(err))) {
+                fprintf(stderr, "dedupctl: %s: %s\n", opt, err);
+                return -1;
+        }
+        return 0;
+}
+
+/* Option combinations are checked before the config is read: exit 2. */
+static int replay_opts_from(const struct args *a, struct replay_opts *o, int32_t **parts)
+{
+        char err[256];
+        int targets = a->to_beginning + !!a->to_offset + !!a->to_time;
+
+        memset(o, 0, sizeof(*o));
+        o->topic = a->topic;
+        o->reproduce = a->reproduce;
+        o->dry_run = a->dry_run;
+        o->to_beginning = a->to_beginning;
+        o->to_offset = o->to_time_ms = o->from_offset = o->from_time_ms = -1;
+        if (!a->topic) {
+                fprintf(stderr, "dedupctl replay: --topic TOPIC is required\n");
+                return -1;
+        }
+        if (!a->reproduce && targets != 1) {
+                fprintf(stderr, "dedupctl replay: give exactly one of --to-beginning, --to-offset N, "
+                                "--to-time TIME (or --reproduce)\n");
+                return -1;
+        }
+        if (!a->reproduce && (a->from_offset || a->from_time)) {
+                fprintf(stderr, "dedupctl replay: --from-offset and --from-time go with --reproduce\n");
+                return -1;
+        }
+        if (a->reproduce && (a->to_beginning || (a->from_offset && a->from_time) ||
+                             (a->to_offset && a->to_time))) {
+                fprintf(stderr, "dedupctl replay --reproduce: a range is --from-offset N or --from-time "
+                                "TIME, and --to-offset M or --to-time TIME\n");
+                return -1;
+        }
+        if ((a->to_offset && parse_offset("--to-offset", a->to_offset, &o->to_offset)) ||
+            (a->from_offset && parse_offset("--from-offset", a->from_offset, &o->from_offset)) ||
+            (a->to_time && parse_time("--to-time", a->to_time, &o->to_time_ms)) ||
+            (a->from_time && parse_time("--from-time", a->from_time, &o->from_time_ms)))
+                return -1;
+        if (a->reproduce && o->from_offset >= 0 && o->to_offset >= 0 && o->to_offset < o->from_offset) {
+                fprintf(stderr, "dedupctl replay: --to-offset %s is before --from-offset %s\n", a->to_offset,
+                        a->from_offset);
+                return -1;
+        }
+        if (a->partitions) {
+                if (replay_parse_partitions(a->partitions, parts, &o->partition_cnt, err, sizeof(err))) {
+                        fprintf(stderr, "dedupctl replay: --partitions: %s\n", err);
+                        return -1;
+                }
+                o->partitions = *parts;
+        }
+        return 0;
+}
+
+static int cmd_replay(struct config *cfg, const struct replay_opts *o)
+{
+        char err[1024];
+        enum replay_rc rc = replay_run(cfg, o, err, sizeof(err));
+        if (rc != REPLAY_OK)
+                fprintf(stderr, "dedupctl replay: %s\n", err);
+        return (int)rc;
+}
+
+static int cmd_verify(struct config *cfg, const struct args *a)
+{
+        struct verify_opts o = {.since_ms = -1, .expect_caught_up = a->expect_caught_up};
+        char err[1024];
+        enum verify_rc rc;
+        if (a->since && parse_time("--since", a->since, &o.since_ms))
+                return 2;
+        rc = verify_run(cfg, &o, err, sizeof(err));
+        if (rc == VERIFY_ERROR)
+                fprintf(stderr, "dedupctl verify: %s\n", err);
+        return (int)rc;
+}
+
+static int cmd_purge(struct config *cfg, int batch, int dry_run)
+{
+        struct store s = {0};
+        struct purge_stats st;
+        char err[1024], keep[64];
+        int rc;
+        if (connect_db(cfg, &s))
+                return 2;
+        rc = dry_run ? retention_purge_count(&s, cfg, &st, err, sizeof(err))
+                     : retention_purge(&s, cfg, batch, &st, err, sizeof(err));
+        store_close(&s);
+        if (rc) {
+                fprintf(stderr, "dedupctl purge: %s\n", err);
+                return 1;
+        }
+        config_format_duration(st.progress_keep_ms, keep, sizeof(keep));
+        printf("namespace %s%s, by the database's clock:\n", cfg->namespace,
+               dry_run ? " (dry run: nothing changed)" : "");
+        printf("%-26s %" PRId64 " (response_expires_at passed; key and fingerprint kept)\n",
+               dry_run ? "responses to drop:" : "responses dropped:", st.responses);
+        printf("%-26s %" PRId64 " (DONE/FAILED/EXPIRED, expires_at passed)\n",
+               dry_run ? "keys to delete:" : "keys deleted:", st.keys);
+        printf("%-26s %" PRId64 " (older than %s)\n",
+               dry_run ? "progress_log to delete:" : "progress_log deleted:", st.progress_rows, keep);
+        printf("%-26s %" PRId64 " (past expires_at, never purged)\n", "PENDING keys left alone:",
+               st.pending_kept);
+        return 0;
+}
+
+static int cmd_plan(struct config *cfg, double rate)
+{
+        struct store s = {0};
+        char err[1024];
+        int rc = 0;
+        /* Without the database the row size is estimated; the plan says so. */
+        if (store_connect(&s, cfg->pg_conninfo, err, sizeof(err)) != STORE_OK)
+                fprintf(stderr, "dedupctl plan: cannot connect to the database, so the row size is "
+                                "estimated: %s\n", err);
+        if (retention_plan(cfg, &s, rate, stdout, err, sizeof(err))) {
+                fprintf(stderr, "dedupctl plan: %s\n", err);
+                rc = 1;
+        }
+        store_close(&s);
+        return rc;
+}
+
 int main(int argc, char **argv)
 {
+        enum {
+                OPT_PARTITIONS = 256, OPT_TO_BEGINNING, OPT_TO_OFFSET, OPT_TO_TIME, OPT_FROM_OFFSET,
+                OPT_FROM_TIME, OPT_REPRODUCE, OPT_DRY_RUN, OPT_SINCE, OPT_EXPECT_CAUGHT_UP,
+                OPT_BATCH, OPT_RATE,
+        };
         static const struct option opts[] = {
                 {"config", required_argument, NULL, 'c'},
                 {"help", no_argument, NULL, 'h'},
+                {"topic", required_argument, NULL, 't'},
+                {"partitions", required_argument, NULL, OPT_PARTITIONS},
+                {"to-beginning", no_argument, NULL, OPT_TO_BEGINNING},
+                {"to-offset", required_argument, NULL, OPT_TO_OFFSET},
+                {"to-time", required_argument, NULL, OPT_TO_TIME},
+                {"from-offset", required_argument, NULL, OPT_FROM_OFFSET},
+                {"from-time", required_argument, NULL, OPT_FROM_TIME},
+                {"reproduce", no_argument, NULL, OPT_REPRODUCE},
+                {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+                {"since", required_argument, NULL, OPT_SINCE},
+                {"expect-caught-up", no_argument, NULL, OPT_EXPECT_CAUGHT_UP},
+                {"batch", required_argument, NULL, OPT_BATCH},
+                {"rate", required_argument, NULL, OPT_RATE},
                 {NULL, 0, NULL, 0},
         };
-        const char *path = NULL, *cmd;
+        const char *path = NULL, *cmd, *misplaced = NULL;
         struct config *cfg;
-        int opt, rc;
+        struct args a = {0};
+        struct replay_opts ro;
+        int32_t *parts = NULL;
+        int opt, rc, is_replay, is_verify;
+        const char *batch_arg = NULL, *rate_arg = NULL; /* purge --batch, plan --rate */
+        int is_purge, is_plan, batch = 0;
+        double rate = 0;
 
         log_set_level(LOG_WARN);
         if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
@@ -183,18 +423,49 @@ int main(int argc, char **argv)
                 config_print_reference(stdout);
                 return 0;
         }
+        is_replay = !strcmp(cmd, "replay");
+        is_verify = !strcmp(cmd, "verify");
+        is_purge = !strcmp(cmd, "purge");
+        is_plan = !strcmp(cmd, "plan");
         optind = 2;
-        while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+        while ((opt = getopt_long(argc, argv, "c:ht:", opts, NULL)) != -1) {
                 switch (opt) {
                 case 'c': path = optarg; break;
                 case 'h': usage(stdout); return 0;
+                case 't': a.topic = optarg; break;
+                case OPT_PARTITIONS: a.partitions = optarg; break;
+                case OPT_TO_BEGINNING: a.to_beginning = 1; break;
+                case OPT_TO_OFFSET: a.to_offset = optarg; break;
+                case OPT_TO_TIME: a.to_time = optarg; break;
+                case OPT_FROM_OFFSET: a.from_offset = optarg; break;
+                case OPT_FROM_TIME: a.from_time = optarg; break;
+                case OPT_REPRODUCE: a.reproduce = 1; break;
+                case OPT_DRY_RUN: a.dry_run = 1; break;
+                case OPT_SINCE: a.since = optarg; break;
+                case OPT_EXPECT_CAUGHT_UP: a.expect_caught_up = 1; break;
+                case OPT_BATCH: batch_arg = optarg; break;
+                case OPT_RATE: rate_arg = optarg; break;
                 default: usage(stderr); return 2;
+                }
+                if (opt >= OPT_PARTITIONS || opt == 't') {
+                        int for_verify = opt == OPT_SINCE || opt == OPT_EXPECT_CAUGHT_UP;
+                        int applies = opt == OPT_BATCH ? is_purge
+                                      : opt == OPT_RATE ? is_plan
+                                      : opt == OPT_DRY_RUN && is_purge ? 1
+                                      : for_verify ? is_verify : is_replay;
+                        for (size_t i = 0; !applies && opts[i].name; i++)
+                                if (opts[i].val == opt)
+                                        misplaced = opts[i].name;
                 }
         }
         if (strcmp(cmd, "check") && strcmp(cmd, "migrate") && strcmp(cmd, "inspect") &&
-            strcmp(cmd, "stats")) {
+            strcmp(cmd, "stats") && !is_replay && !is_verify && !is_purge && !is_plan) {
                 fprintf(stderr, "dedupctl: unknown command '%s'\n", cmd);
                 usage(stderr);
+                return 2;
+        }
+        if (misplaced) {
+                fprintf(stderr, "dedupctl %s: option --%s does not apply to this command\n", cmd, misplaced);
                 return 2;
         }
         if (!path) {
@@ -206,17 +477,54 @@ int main(int argc, char **argv)
                         !strcmp(cmd, "inspect") ? "expects exactly one KEY" : "unexpected argument");
                 return 2;
         }
+        if (is_purge && batch_arg) {
+                char *end;
+                long v = strtol(batch_arg, &end, 10);
+                if (!*batch_arg || *end || v < 1 || v > 100000) {
+                        fprintf(stderr, "dedupctl purge: --batch '%s': expected a number of rows from 1 "
+                                        "to 100000\n", batch_arg);
+                        return 2;
+                }
+                batch = (int)v;
+        }
+        if (is_plan) {
+                char err[256];
+                if (!rate_arg) {
+                        fprintf(stderr, "dedupctl plan: --rate is required: the rate of new keys, e.g. "
+                                        "--rate 10000/s (or /min, /h; a plain number is per second)\n");
+                        return 2;
+                }
+                if (plan_parse_rate(rate_arg, &rate, err, sizeof(err))) {
+                        fprintf(stderr, "dedupctl plan: %s\n", err);
+                        return 2;
+                }
+        }
+        if (is_replay && replay_opts_from(&a, &ro, &parts)) {
+                free(parts);
+                return 2;
+        }
         cfg = load(path);
-        if (!cfg)
+        if (!cfg) {
+                free(parts);
                 return !strcmp(cmd, "check") ? 1 : 2;
+        }
         if (!strcmp(cmd, "check"))
                 rc = cmd_check(cfg);
         else if (!strcmp(cmd, "migrate"))
                 rc = cmd_migrate(cfg);
         else if (!strcmp(cmd, "inspect"))
                 rc = cmd_inspect(cfg, argv[optind]);
+        else if (is_replay)
+                rc = cmd_replay(cfg, &ro);
+        else if (is_verify)
+                rc = cmd_verify(cfg, &a);
+        else if (is_purge)
+                rc = cmd_purge(cfg, batch, a.dry_run);
+        else if (is_plan)
+                rc = cmd_plan(cfg, rate);
         else
                 rc = cmd_stats(cfg);
         config_free(cfg);
+        free(parts);
         return rc;
 }

@@ -10,9 +10,11 @@
 
 #include "config.h"
 #include "consumer.h"
+#include "lint.h"
 #include "producer.h"
 #include "log.h"
 #include "pipeline.h"
+#include "retention.h"
 #include "store.h"
 #include "watchdog.h"
 
@@ -117,6 +119,13 @@ int main(int argc, char **argv)
 
         log_info("dedupd", "starting: namespace %s, %zu topic(s), config %s", cfg->namespace,
                  cfg->topic_cnt, path);
+        lint_config(cfg, NULL, NULL); /* key-design warnings, logged */
+        /* A class keeping keys shorter than its topic keeps messages: refused
+         * before joining the group; a broker that does not answer: warned. */
+        if (retention_check_topics(cfg, RETENTION_CHECK_TIMEOUT_MS, NULL, NULL, err, sizeof(err))) {
+                rc = 2;
+                goto out;
+        }
 
         /* The database first: handlers' init() needs it, and a consumer must
          * not join the group before it can commit anything. */

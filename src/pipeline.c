@@ -8,6 +8,7 @@
 
 #include <openssl/sha.h>
 
+#include "external.h"
 #include "fault.h"
 #include "host.h"
 #include "keyspec.h"
@@ -320,6 +321,8 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
                             size_t errsz)
 {
         const struct topic_conf *t = &pl->cfg->topics[topic_idx];
+        if (t->mode == MODE_EXTERNAL)
+                return external_process(pl, topic_idx, msgs, n, commits, ncommits, err, errsz);
         struct handler *h = &pl->handlers[topic_idx];
         struct store *s = pl->store;
         enum pl_rc ret = PL_RETRY;

@@ -79,6 +79,9 @@ void pipeline_free(struct pipeline *pl);
  * Process one batch of one topic (messages in poll order: each partition's
  * in offset order). On PL_OK, commits[] holds one entry per partition of
  * the batch (caller provides room for n) and *ncommits their count.
+ * On any other result *ncommits may still be > 0 (external mode, a partial
+ * batch: see external.h): those commits are durable and are acknowledged,
+ * and the same messages are passed again on the retry.
  */
 enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg *const *msgs,
                             size_t n, struct pl_commit *commits, size_t *ncommits, char *err,

@@ -81,8 +81,11 @@ struct dedupd_host {
         uint32_t abi_major; /**< DEDUPD_HANDLER_ABI_MAJOR of the host */
         uint32_t size;      /**< sizeof(struct dedupd_host) of the host */
 
-        /** The connection whose transaction this message runs in. Use it for
-         *  every database effect; never COMMIT or ROLLBACK on it. */
+        /** Transactional mode: the connection whose transaction this message
+         *  runs in; use it for every database effect, never COMMIT or
+         *  ROLLBACK on it. External mode: the same connection in autocommit
+         *  (no transaction joins the effect; use it for reads or your own
+         *  bookkeeping). */
         PGconn *(*conn)(struct dedupd_ctx *ctx);
         /** The idempotency key of the message being handled. */
         const char *(*idem_key)(struct dedupd_ctx *ctx);
