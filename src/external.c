@@ -336,16 +336,6 @@ static enum pl_rc ext_one(struct pipeline *pl, size_t topic_idx, struct pl_msg *
         return ext_run(pl, topic_idx, m, mctx, attempts, out, err, errsz);
 }
 
-static struct store_progress *progress_of(struct store_progress *p, size_t *np, const char *topic,
-                                          int32_t partition)
-{
-        for (size_t i = 0; i < *np; i++)
-                if (p[i].partition == partition)
-                        return &p[i];
-        p[*np] = (struct store_progress){.topic = topic, .partition = partition, .next_offset = -1,
-                                         .from_offset = INT64_MAX};
-        return &p[(*np)++];
-}
 
 enum pl_rc external_process(struct pipeline *pl, size_t topic_idx, struct pl_msg *const *msgs,
                             size_t n, struct pl_commit *commits, size_t *ncommits, char *err,
@@ -432,7 +422,7 @@ enum pl_rc external_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
                                 continue;
                         }
                 }
-                struct store_progress *p = progress_of(prog, &nprog, t->name, m->partition);
+                struct store_progress *p = pipeline_progress_of(prog, &nprog, t->name, m->partition);
                 if (m->offset + 1 > p->next_offset)
                         p->next_offset = m->offset + 1;
                 if (m->offset < p->from_offset)

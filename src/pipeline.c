@@ -304,8 +304,7 @@ static enum pl_rc fail(struct store *s, enum store_rc rc)
         return rc == STORE_CONN ? PL_DB_DOWN : PL_RETRY;
 }
 
-/* Find or add the progress entry of a partition. */
-static struct store_progress *progress_of(struct store_progress *p, size_t *np, const char *topic,
+struct store_progress *pipeline_progress_of(struct store_progress *p, size_t *np, const char *topic,
                                           int32_t partition)
 {
         for (size_t i = 0; i < *np; i++)
@@ -658,7 +657,7 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
 
         /* 6. per-partition progress, in the same transaction */
         for (size_t i = 0; i < n; i++) {
-                struct store_progress *p = progress_of(prog, &nprog, t->name, msgs[i]->partition);
+                struct store_progress *p = pipeline_progress_of(prog, &nprog, t->name, msgs[i]->partition);
                 if (msgs[i]->offset + 1 > p->next_offset)
                         p->next_offset = msgs[i]->offset + 1;
                 if (msgs[i]->offset < p->from_offset)

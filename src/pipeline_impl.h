@@ -34,4 +34,8 @@ struct pipeline {
  *  budget spent). */
 void pipeline_prepare(const struct topic_conf *t, struct pl_msg *m);
 
+/** Find or add the progress entry of a partition (p has room for one more). */
+struct store_progress *pipeline_progress_of(struct store_progress *p, size_t *np, const char *topic,
+                                            int32_t partition);
+
 #endif

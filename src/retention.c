@@ -19,33 +19,6 @@
 
 /* ---- SQL ------------------------------------------------------------------- */
 
-/* Run a parameterised statement (all parameters text), as store.c does. */
-static enum store_rc query(struct store *s, const char *sql, int nparams, const char *const *params,
-                           PGresult **out, char *err, size_t errsz)
-{
-        PGresult *r;
-        enum store_rc rc;
-        if (!store_ok(s)) {
-                snprintf(err, errsz, "not connected to the database");
-                return STORE_CONN;
-        }
-        r = PQexecParams(s->conn, sql, nparams, NULL, params, NULL, NULL, 0);
-        if (PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK) {
-                if (out)
-                        *out = r;
-                else
-                        PQclear(r);
-                return STORE_OK;
-        }
-        const char *m = PQresultErrorMessage(r);
-        snprintf(err, errsz, "%s", m && *m ? m : PQerrorMessage(s->conn));
-        for (size_t l = strlen(err); l && (err[l - 1] == '\n' || err[l - 1] == ' ');)
-                err[--l] = '\0';
-        rc = store_classify(s->conn, r);
-        PQclear(r);
-        return rc;
-}
-
 /* $1 namespace, $2 batch. Responses past their own expiry go first, oldest
  * first: the key and its fingerprint stay, so a duplicate is still absorbed.
  * A key about to be deleted itself is left to the DELETE (no row version is
@@ -117,7 +90,7 @@ static int purge_loop(struct store *s, const char *sql, int nparams, const char 
         for (;;) {
                 PGresult *r = NULL;
                 int64_t n;
-                if (query(s, sql, nparams, params, &r, err, errsz))
+                if (store_query(s, sql, nparams, params, &r, err, errsz))
                         return -1;
                 n = strtoll(PQcmdTuples(r), NULL, 10);
                 PQclear(r);
@@ -155,7 +128,7 @@ static int purge_run(struct store *s, const struct config *cfg, int batch, int64
                                     &st->progress_rows, st, err, errsz))
                 return -1;
         if (count_pending) {
-                if (query(s, sql_pending_kept, 1, params, &r, err, errsz))
+                if (store_query(s, sql_pending_kept, 1, params, &r, err, errsz))
                         return -1;
                 st->pending_kept = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
                 PQclear(r);
@@ -179,7 +152,7 @@ int retention_purge_count(struct store *s, const struct config *cfg, struct purg
         memset(st, 0, sizeof(*st));
         st->progress_keep_ms = retention_progress_keep_ms(cfg);
         snprintf(keep, sizeof(keep), "%" PRId64, st->progress_keep_ms);
-        if (query(s, sql_count, 2, params, &r, err, errsz))
+        if (store_query(s, sql_count, 2, params, &r, err, errsz))
                 return -1;
         st->responses = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
         st->keys = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
@@ -537,7 +510,7 @@ static int measure_row(struct store *s, const struct config *cfg, double *row_by
                                      "no database connection to measure it");
                 return 1;
         }
-        if (query(s,
+        if (store_query(s,
                   "SELECT to_regclass('dedupd.keys') IS NOT NULL,"
                   " coalesce(pg_total_relation_size(to_regclass('dedupd.keys')), 0),"
                   " coalesce((SELECT reltuples FROM pg_class WHERE oid = to_regclass('dedupd.keys')), -1)",
@@ -555,7 +528,7 @@ static int measure_row(struct store *s, const struct config *cfg, double *row_by
                 /* count(*) over a billion rows is no planning tool: ANALYZE's estimate. */
                 rows = (long long)reltuples;
         } else {
-                if (query(s, "SELECT count(*), count(*) FILTER (WHERE namespace = $1) FROM dedupd.keys",
+                if (store_query(s, "SELECT count(*), count(*) FILTER (WHERE namespace = $1) FROM dedupd.keys",
                           1, params, &r, err, sizeof(err)))
                         goto estimate;
                 rows = strtoll(PQgetvalue(r, 0, 0), NULL, 10);

@@ -224,6 +224,12 @@ static enum store_rc run(struct store *s, const char *sql, int nparams, const ch
         return rc;
 }
 
+enum store_rc store_query(struct store *s, const char *sql, int nparams, const char *const *params,
+                          PGresult **out, char *err, size_t errsz)
+{
+        return run(s, sql, nparams, params, out, err, errsz);
+}
+
 enum store_rc store_migrate(struct store *s, char *err, size_t errsz)
 {
         enum store_rc rc;

@@ -34,6 +34,10 @@ enum store_rc store_migrate(struct store *s, char *err, size_t errsz);
 int store_schema_version(struct store *s, int *applied, int *known, char *err, size_t errsz);
 
 enum store_rc store_exec(struct store *s, const char *sql, char *err, size_t errsz);
+/** A parameterised statement (all parameters text). On success *out (when
+ *  out is not NULL) holds the result, to be PQclear'ed by the caller. */
+enum store_rc store_query(struct store *s, const char *sql, int nparams, const char *const *params,
+                          PGresult **out, char *err, size_t errsz);
 enum store_rc store_begin(struct store *s, char *err, size_t errsz);
 enum store_rc store_commit(struct store *s, char *err, size_t errsz);
 void store_rollback(struct store *s);

@@ -6,36 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* store.c keeps its helper private; this file has the same one. */
-static enum store_rc run(struct store *s, const char *sql, int nparams, const char *const *params,
-                         PGresult **out, char *err, size_t errsz)
-{
-        PGresult *r;
-        enum store_rc rc;
-        if (!s->conn) {
-                snprintf(err, errsz, "not connected");
-                return STORE_CONN;
-        }
-        r = PQexecParams(s->conn, sql, nparams, NULL, params, NULL, NULL, 0);
-        if (PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK) {
-                if (out)
-                        *out = r;
-                else
-                        PQclear(r);
-                return STORE_OK;
-        }
-        const char *m = r ? PQresultErrorMessage(r) : NULL;
-        if (!m || !*m)
-                m = PQerrorMessage(s->conn);
-        snprintf(err, errsz, "%s", m);
-        size_t l = strlen(err);
-        while (l && (err[l - 1] == '\n' || err[l - 1] == ' '))
-                err[--l] = '\0';
-        rc = store_classify(s->conn, r);
-        PQclear(r);
-        return rc;
-}
-
 static void copy_field(char *dst, size_t sz, const PGresult *r, int row, int col)
 {
         snprintf(dst, sz, "%s", PQgetisnull(r, row, col) ? "" : PQgetvalue(r, row, col));
@@ -60,7 +30,7 @@ enum store_rc store_ext_claim(struct store *s, const char *ns, const char *key, 
                                   owner, lease, keep_ms > 0 ? keep : NULL,
                                   response_ttl_ms > 0 ? ttl : NULL};
         *claimed = 0;
-        rc = run(s,
+        rc = store_query(s,
                  "INSERT INTO dedupd.keys (namespace, idem_key, status, fingerprint, topic, partition,"
                  " \"offset\", attempts, owner, lease_until, expires_at, response_expires_at)"
                  " VALUES ($1, $2, 'PENDING', decode($3, 'hex'), $4, $5::int, $6::bigint, 1, $7,"
@@ -86,7 +56,7 @@ enum store_rc store_ext_read(struct store *s, const char *ns, const char *key,
 
         memset(row, 0, sizeof(*row));
         *found = 0;
-        rc = run(s,
+        rc = store_query(s,
                  "SELECT status, owner, lease_until, status = 'PENDING' AND lease_until > now(),"
                  " attempts, response, encode(fingerprint, 'hex')"
                  " FROM dedupd.keys WHERE namespace = $1 AND idem_key = $2",
@@ -120,7 +90,7 @@ enum store_rc store_ext_take_over(struct store *s, const char *ns, const char *k
         *attempts = 0;
         /* The WHERE clause is the compare: two takers of one expired lease
          * both run this, and the row lock lets exactly one of them match. */
-        rc = run(s,
+        rc = store_query(s,
                  from_expired
                          ? "UPDATE dedupd.keys SET status = 'PENDING', owner = $3,"
                            " lease_until = now() + $4::bigint * interval '1 millisecond',"
@@ -154,7 +124,7 @@ enum store_rc store_ext_finish(struct store *s, const char *ns, const char *key,
         /* Fencing: only the owner of a PENDING row may finish it. An owner
          * whose lease ran out but whom nobody replaced still may: nobody
          * else ran the effect. */
-        rc = run(s,
+        rc = store_query(s,
                  "UPDATE dedupd.keys SET status = $4, response = $5, owner = NULL,"
                  " lease_until = NULL, updated_at = now()"
                  " WHERE namespace = $1 AND idem_key = $2 AND owner = $3 AND status = 'PENDING'",
@@ -170,7 +140,7 @@ enum store_rc store_ext_release(struct store *s, const char *ns, const char *key
                                 const char *owner, char *err, size_t errsz)
 {
         const char *params[3] = {ns, key, owner};
-        return run(s,
+        return store_query(s,
                    "UPDATE dedupd.keys SET lease_until = now(), updated_at = now()"
                    " WHERE namespace = $1 AND idem_key = $2 AND owner = $3 AND status = 'PENDING'",
                    3, params, NULL, err, errsz);
@@ -191,7 +161,7 @@ enum store_rc store_ext_reap(struct store *s, const char *ns, const char *topic,
         /* Small batches through the keys_pending index; SKIP LOCKED so the
          * reaper never waits on an owner finishing right now. The row stays:
          * deleting it would let the next delivery execute again. */
-        rc = run(s,
+        rc = store_query(s,
                  "UPDATE dedupd.keys AS k SET status = 'EXPIRED', owner = NULL, updated_at = now()"
                  " FROM (SELECT idem_key FROM dedupd.keys"
                  "       WHERE namespace = $1 AND status = 'PENDING' AND topic = $2"
