@@ -183,6 +183,21 @@ static void assign(struct consumer *c, rd_kafka_topic_partition_list_t *parts)
         rd_kafka_assign(c->rk, parts);
         if (c->paused)
                 rd_kafka_pause_partitions(c->rk, parts);
+        /* A crash between COMMIT and the Kafka commit leaves Kafka behind the
+         * table; if nothing more arrives on that partition nothing would ever
+         * move it, and lag monitoring would show a lag that is not there.
+         * Hand Kafka the database's position now. */
+        rd_kafka_topic_partition_list_t *known = rd_kafka_topic_partition_list_new(parts->cnt);
+        for (int i = 0; i < parts->cnt; i++)
+                if (parts->elems[i].offset >= 0)
+                        rd_kafka_topic_partition_list_add(known, parts->elems[i].topic,
+                                                          parts->elems[i].partition)->offset =
+                                parts->elems[i].offset;
+        if (known->cnt) {
+                rd_kafka_offsets_store(c->rk, known);
+                rd_kafka_commit(c->rk, known, 1 /* async */);
+        }
+        rd_kafka_topic_partition_list_destroy(known);
 }
 
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,

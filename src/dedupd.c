@@ -129,6 +129,12 @@ int main(int argc, char **argv)
 
         /* The database first: handlers' init() needs it, and a consumer must
          * not join the group before it can commit anything. */
+        /* Longer than any batch may run (the watchdog ends those first) plus
+         * a dead-letter write inside a transaction. */
+        store.idle_tx_timeout_ms = 30000;
+        for (size_t i = 0; i < cfg->topic_cnt; i++)
+                if (cfg->topics[i].batch_timeout_ms * 2 + 30000 > store.idle_tx_timeout_ms)
+                        store.idle_tx_timeout_ms = cfg->topics[i].batch_timeout_ms * 2 + 30000;
         int wait_ms = 200;
         struct log_ratelimit rl = {0};
         while (store_connect(&store, cfg->pg_conninfo, err, sizeof(err)) != STORE_OK) {

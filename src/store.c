@@ -104,10 +104,35 @@ static void set_err(char *err, size_t errsz, PGconn *conn, const PGresult *res)
         if (!m || !*m)
                 m = conn ? PQerrorMessage(conn) : "no connection";
         snprintf(err, errsz, "%s", m);
-        /* libpq messages end with a newline; logs want one line. */
-        size_t l = strlen(err);
-        while (l && (err[l - 1] == '\n' || err[l - 1] == ' '))
-                err[--l] = '\0';
+        store_one_line(err);
+}
+
+void store_one_line(char *msg)
+{
+        /* libpq messages span lines ("...\n\tThis probably means..."); a log
+         * entry is one line. */
+        char *w = msg;
+        for (const char *r = msg; *r; r++) {
+                if (*r == '\n' || *r == '\t' || *r == '\r') {
+                        if (w > msg && w[-1] != ' ')
+                                *w++ = ' ';
+                        continue;
+                }
+                *w++ = *r;
+        }
+        while (w > msg && w[-1] == ' ')
+                w--;
+        *w = '\0';
+}
+
+/* Server notices and warnings go through the logger, on one line. */
+static void notice(void *arg, const char *message)
+{
+        char buf[1024];
+        (void)arg;
+        snprintf(buf, sizeof(buf), "%s", message);
+        store_one_line(buf);
+        log_warn("postgres", "%s", buf);
 }
 
 enum store_rc store_classify(PGconn *conn, const PGresult *res)
@@ -149,7 +174,18 @@ enum store_rc store_connect(struct store *s, const char *conninfo, char *err, si
                 return STORE_CONN;
         }
         describe_target(s);
-        PGresult *r = PQexec(s->conn, "SET application_name = 'dedupd'");
+        PQsetNoticeProcessor(s->conn, notice, NULL);
+        /* NOTICEs ("already exists, skipping") are noise; WARNINGs are not.
+         * A zombie (a stopped process holding a transaction) blocks its
+         * successor's claims: bound how long an idle transaction may live. */
+        char idle[24];
+        snprintf(idle, sizeof(idle), "%d", s->idle_tx_timeout_ms > 0 ? s->idle_tx_timeout_ms : 60000);
+        const char *params[1] = {idle};
+        PGresult *r = PQexecParams(s->conn,
+                                   "SELECT set_config('application_name', 'dedupd', false),"
+                                   " set_config('client_min_messages', 'warning', false),"
+                                   " set_config('idle_in_transaction_session_timeout', $1, false)",
+                                   1, NULL, params, NULL, NULL, 0);
         PQclear(r);
         return STORE_OK;
 }

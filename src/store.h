@@ -18,6 +18,7 @@ enum store_rc {
 struct store {
         PGconn *conn;
         char *conninfo;
+        int idle_tx_timeout_ms; /* idle_in_transaction_session_timeout; 0: 60 s */
         char target[160]; /* "host:port/db" for logs: never the conninfo (secrets) */
 };
 
@@ -41,6 +42,9 @@ enum store_rc store_query(struct store *s, const char *sql, int nparams, const c
 enum store_rc store_begin(struct store *s, char *err, size_t errsz);
 enum store_rc store_commit(struct store *s, char *err, size_t errsz);
 void store_rollback(struct store *s);
+
+/** Fold a libpq message onto one line, in place. */
+void store_one_line(char *msg);
 
 /** Classify a failed result (or a NULL result) on conn. */
 enum store_rc store_classify(PGconn *conn, const PGresult *res);

@@ -40,6 +40,16 @@ static int transfer_init(const struct dedupd_host *host, struct dedupd_init_ctx 
                 snprintf(errbuf, errsz, "host API table too small (%u bytes)", host->size);
                 return -1;
         }
+        /* Run the DDL only when something is missing: CREATE ... IF NOT EXISTS
+         * still queues for a lock on an existing table, and behind a stopped
+         * instance's open transaction that would stall this start and, through
+         * the lock queue, every other instance's inserts. */
+        r = PQexec(conn, "SELECT to_regclass('account') IS NOT NULL AND to_regclass('transfer_ledger') IS NOT NULL"
+                         " AND to_regclass('transfer_ledger_idem_key') IS NOT NULL");
+        int ready = PQresultStatus(r) == PGRES_TUPLES_OK && !strcmp(PQgetvalue(r, 0, 0), "t");
+        PQclear(r);
+        if (ready)
+                goto seed;
         /* Two instances may start at once: serialise the DDL. */
         r = PQexec(conn, "BEGIN; SELECT pg_advisory_xact_lock(hashtext('transfer.setup'));");
         PQclear(r);
@@ -53,7 +63,7 @@ static int transfer_init(const struct dedupd_host *host, struct dedupd_init_ctx 
         PQclear(r);
         r = PQexec(conn, "COMMIT");
         PQclear(r);
-
+seed:
         if (seed(host, ictx, errbuf, errsz))
                 return -1;
         t = calloc(1, sizeof(*t));
@@ -80,8 +90,11 @@ static int seed(const struct dedupd_host *host, struct dedupd_init_ctx *ictx, ch
                 return 0;
         const char *params[2] = {n, b ? b : "1000"};
         PGresult *r = PQexecParams(conn,
+                                   /* NOT EXISTS first: existing rows are not touched, so a
+                                    * row locked by a running batch does not stall a start. */
                                    "INSERT INTO account (user_id, balance)"
                                    " SELECT g, $2::bigint FROM generate_series(1, $1::bigint) g"
+                                   " WHERE NOT EXISTS (SELECT 1 FROM account a WHERE a.user_id = g)"
                                    " ON CONFLICT (user_id) DO NOTHING",
                                    2, NULL, params, NULL, NULL, 0);
         int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
