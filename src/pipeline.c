@@ -614,9 +614,14 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
         }
 
         /* 5. final statuses and first responses, in bulk */
+        /* Claimed rows say DONE already (in this mode nobody sees a PENDING
+         * row: the claim and the effect are one transaction); only a
+         * rejection or a response needs writing. */
         size_t nrec = 0;
         for (size_t j = 0; j < nfresh; j++) {
                 size_t i = order[j];
+                if (status[i] == 1 && !ctxs[i].response)
+                        continue;
                 kk[nrec] = msgs[i]->idem_key;
                 rs[nrec] = status[i] == 1 ? "DONE" : "FAILED";
                 rr[nrec] = ctxs[i].response ? ctxs[i].response : (status[i] == 2 ? "rejected" : NULL);
@@ -713,7 +718,8 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
         for (size_t j = 0; j < nfresh; j++) {
                 size_t i = order[j];
                 if (status[i] == 2)
-                        log_info(ctxname, "key %s rejected: %s", msgs[i]->idem_key, rr[j] ? rr[j] : "");
+                        log_info(ctxname, "key %s rejected: %s", msgs[i]->idem_key,
+                                 ctxs[i].response ? ctxs[i].response : "rejected");
         }
         log_debug(ctxname, "batch of %zu: %zu applied or rejected, %zu keys seen before", n, nfresh, nconf);
         ret = PL_OK;
