@@ -67,18 +67,6 @@ const struct external_stats *external_stats(void) { return &ext.stats; }
 static enum pl_rc db_fail(enum store_rc rc) { return rc == STORE_CONN ? PL_DB_DOWN : PL_RETRY; }
 
 /* The crash-loop guard's record of a partition (pipeline.c keeps the same lookup). */
-static struct part_state *ext_part_state(struct pipeline *pl, size_t topic_idx, int32_t partition)
-{
-        for (size_t i = 0; i < pl->part_cnt; i++)
-                if (pl->parts[i].topic_idx == topic_idx && pl->parts[i].partition == partition)
-                        return &pl->parts[i];
-        struct part_state *np = realloc(pl->parts, (pl->part_cnt + 1) * sizeof(*np));
-        if (!np)
-                return NULL;
-        pl->parts = np;
-        pl->parts[pl->part_cnt] = (struct part_state){topic_idx, partition, -1, -1, -1, 0};
-        return &pl->parts[pl->part_cnt++];
-}
 
 /* Run the handler on a key this process owns, then finish it. */
 static enum pl_rc ext_run(struct pipeline *pl, size_t topic_idx, struct pl_msg *m, const char *mctx,
@@ -363,7 +351,7 @@ enum pl_rc external_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
 
         /* 1. a partial batch comes back: what this process committed of it is done */
         for (size_t i = 0; i < n; i++) {
-                struct part_state *ps = ext_part_state(pl, topic_idx, msgs[i]->partition);
+                struct part_state *ps = pipeline_part_state(pl, topic_idx, msgs[i]->partition);
                 skip[i] = ps && ps->verified_next > msgs[i]->offset;
         }
 
@@ -462,25 +450,7 @@ enum pl_rc external_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
 
         /* 5. committed: where each partition may be acknowledged, even when
          *    another of the batch's messages stopped its partition */
-        for (size_t i = 0; i < nprog; i++) {
-                commits[i] = (struct pl_commit){prog[i].topic, prog[i].partition, prog[i].next_offset};
-                pl->stats.applied += (uint64_t)prog[i].applied;
-                pl->stats.rejected += (uint64_t)prog[i].rejected;
-                pl->stats.duplicates += (uint64_t)prog[i].duplicates;
-                pl->stats.dead_lettered += (uint64_t)prog[i].dead_lettered;
-                pl->stats.mismatches += (uint64_t)prog[i].mismatches;
-                struct part_state *ps = ext_part_state(pl, topic_idx, prog[i].partition);
-                if (!ps)
-                        continue;
-                ps->verified_next = prog[i].next_offset;
-                if (ps->had_attempts) {
-                        char aerr[256];
-                        store_attempts_done(s, pl->cfg->namespace, t->name, prog[i].partition,
-                                            prog[i].next_offset, aerr, sizeof(aerr));
-                        ps->had_attempts = ps->isolate_until > prog[i].next_offset;
-                }
-        }
-        *ncommits = nprog;
+        *ncommits = pipeline_committed(pl, topic_idx, prog, nprog, commits);
         pl->stats.batches++;
         pl->stats.consumed += processed;
         log_debug(ctxname, "external batch of %zu: %zu finished, %zu partition(s) stopped early", n,

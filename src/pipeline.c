@@ -76,7 +76,7 @@ void pipeline_free(struct pipeline *pl)
         free(pl);
 }
 
-static struct part_state *part_state(struct pipeline *pl, size_t topic_idx, int32_t partition)
+struct part_state *pipeline_part_state(struct pipeline *pl, size_t topic_idx, int32_t partition)
 {
         for (size_t i = 0; i < pl->part_cnt; i++)
                 if (pl->parts[i].topic_idx == topic_idx && pl->parts[i].partition == partition)
@@ -91,7 +91,7 @@ static struct part_state *part_state(struct pipeline *pl, size_t topic_idx, int3
 
 void pipeline_forget(struct pipeline *pl, size_t topic_idx, int32_t partition)
 {
-        struct part_state *ps = part_state(pl, topic_idx, partition);
+        struct part_state *ps = pipeline_part_state(pl, topic_idx, partition);
         if (ps) {
                 ps->verified_next = -1;
                 ps->guarded_from = -1;
@@ -107,7 +107,7 @@ size_t pipeline_guard(struct pipeline *pl, size_t topic_idx, struct pl_msg *cons
         snprintf(ctx, sizeof(ctx), "topic:%s", t->name);
         for (size_t i = 0; i < n; i++) {
                 struct pl_msg *m = msgs[i];
-                struct part_state *ps = part_state(pl, topic_idx, m->partition);
+                struct part_state *ps = pipeline_part_state(pl, topic_idx, m->partition);
                 int first = 1;
                 if (!ps)
                         continue;
@@ -302,6 +302,31 @@ static enum pl_rc fail(struct store *s, enum store_rc rc)
 {
         store_rollback(s);
         return rc == STORE_CONN ? PL_DB_DOWN : PL_RETRY;
+}
+
+size_t pipeline_committed(struct pipeline *pl, size_t topic_idx, const struct store_progress *prog,
+                          size_t nprog, struct pl_commit *commits)
+{
+        const struct topic_conf *t = &pl->cfg->topics[topic_idx];
+        for (size_t i = 0; i < nprog; i++) {
+                commits[i] = (struct pl_commit){prog[i].topic, prog[i].partition, prog[i].next_offset};
+                pl->stats.applied += (uint64_t)prog[i].applied;
+                pl->stats.rejected += (uint64_t)prog[i].rejected;
+                pl->stats.duplicates += (uint64_t)prog[i].duplicates;
+                pl->stats.dead_lettered += (uint64_t)prog[i].dead_lettered;
+                pl->stats.mismatches += (uint64_t)prog[i].mismatches;
+                struct part_state *ps = pipeline_part_state(pl, topic_idx, prog[i].partition);
+                if (!ps)
+                        continue;
+                ps->verified_next = prog[i].next_offset;
+                if (ps->had_attempts) {
+                        char aerr[256];
+                        store_attempts_done(pl->store, pl->cfg->namespace, t->name, prog[i].partition,
+                                            prog[i].next_offset, aerr, sizeof(aerr));
+                        ps->had_attempts = ps->isolate_until > prog[i].next_offset;
+                }
+        }
+        return nprog;
 }
 
 struct store_progress *pipeline_progress_of(struct store_progress *p, size_t *np, const char *topic,
@@ -692,27 +717,7 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
 
         fault_point("after_commit");
         /* 7. committed: report, and where each partition may be acknowledged */
-        for (size_t i = 0; i < nprog; i++) {
-                commits[i] = (struct pl_commit){prog[i].topic, prog[i].partition, prog[i].next_offset};
-                pl->stats.applied += (uint64_t)prog[i].applied;
-                pl->stats.rejected += (uint64_t)prog[i].rejected;
-                pl->stats.duplicates += (uint64_t)prog[i].duplicates;
-                pl->stats.dead_lettered += (uint64_t)prog[i].dead_lettered;
-                pl->stats.mismatches += (uint64_t)prog[i].mismatches;
-        }
-        *ncommits = nprog;
-        for (size_t i = 0; i < nprog; i++) {
-                struct part_state *ps = part_state(pl, topic_idx, prog[i].partition);
-                if (!ps)
-                        continue;
-                ps->verified_next = prog[i].next_offset;
-                if (ps->had_attempts) {
-                        char aerr[256];
-                        store_attempts_done(s, pl->cfg->namespace, t->name, prog[i].partition,
-                                            prog[i].next_offset, aerr, sizeof(aerr));
-                        ps->had_attempts = ps->isolate_until > prog[i].next_offset;
-                }
-        }
+        *ncommits = pipeline_committed(pl, topic_idx, prog, nprog, commits);
         pl->stats.batches++;
         pl->stats.consumed += n;
         for (size_t j = 0; j < nfresh; j++) {

@@ -34,6 +34,15 @@ struct pipeline {
  *  budget spent). */
 void pipeline_prepare(const struct topic_conf *t, struct pl_msg *m);
 
+/** This process's state of a partition (created on first use; NULL when out of memory). */
+struct part_state *pipeline_part_state(struct pipeline *pl, size_t topic_idx, int32_t partition);
+
+/** After a COMMIT: fill commits[] from prog, add to the stats, remember each
+ *  partition's verified position and forget its crash-loop ledger rows.
+ *  Returns nprog. */
+size_t pipeline_committed(struct pipeline *pl, size_t topic_idx, const struct store_progress *prog,
+                          size_t nprog, struct pl_commit *commits);
+
 /** Find or add the progress entry of a partition (p has room for one more). */
 struct store_progress *pipeline_progress_of(struct store_progress *p, size_t *np, const char *topic,
                                             int32_t partition);
