@@ -82,7 +82,10 @@ static const struct field retry_fields[] = {
 
 static const struct field dlq_fields[] = {
         {"topic", F_STR, TOFF(dlq_topic), NULL, 0, 0, 0, NULL, NULL,
-         "Dead-letter topic (default: <topic>.dlq); must exist"},
+         "Dead-letter topic (default: <topic>.dlq); must exist unless create is true"},
+        {"create", F_BOOL, TOFF(dlq_create), "false", 0, 0, 0, NULL, NULL,
+         "Create the dead-letter topic at start when it is missing (broker's default partitions and "
+         "replication, max.message.bytes sized to hold whatever the topic holds)"},
         END_FIELDS,
 };
 
@@ -153,8 +156,9 @@ static const struct field topic_fields[] = {
         {"retry", F_SECTION, 0, NULL, 0, 0, 0, retry_fields, NULL,
          "Retry budget for handler RETRY results"},
         {"dead_letter", F_SECTION, 0, NULL, 0, 0, 0, dlq_fields, NULL, "Where unprocessable messages go"},
-        {"max_payload_bytes", F_INT, TOFF(max_payload_bytes), "1048576", 0, 0, INT_MAX, NULL, NULL,
-         "Larger payloads are dead-lettered unprocessed"},
+        {"max_payload_bytes", F_INT, TOFF(max_payload_bytes), "1000000", 0, 0, 1000000000, NULL, NULL,
+         "Larger payloads are dead-lettered unprocessed; the dead-letter topic must hold this plus 16 KiB "
+         "(Kafka's default max.message.bytes, 1048588, holds the default)"},
         {"mode", F_STR, TOFF(mode_name), "transactional", 0, 0, 0, NULL, check_mode,
          "transactional (the handler's effect commits with the key) or external (effects outside "
          "PostgreSQL: claim PENDING with a lease, run, finish; design section 6)"},

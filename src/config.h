@@ -60,6 +60,7 @@ struct topic_conf {
 
         /* dead_letter: */
         char *dlq_topic; /* default "<name>.dlq" */
+        int dlq_create;  /* create it at start when missing */
 
         int max_payload_bytes;
 

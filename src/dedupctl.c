@@ -12,6 +12,7 @@
 #include "log.h"
 #include "replay.h"
 #include "retention.h"
+#include "topics.h"
 #include "store.h"
 #include "verify.h"
 
@@ -85,12 +86,12 @@ static void check_lint(void *opaque, const struct topic_conf *t, const struct li
                 f->severity == LINT_WARN ? "warning: " : "", t->name, f->message);
 }
 
-static void check_retention(void *opaque, enum retention_severity sev, const char *file, int line,
-                            int col, const char *msg)
+static void check_topics(void *opaque, enum topics_severity sev, const char *file, int line, int col,
+                         const char *msg)
 {
         struct check_ctx *ck = opaque;
-        ck->warnings += sev == RETENTION_WARN;
-        fprintf(stderr, "%s:%d:%d: %s%s\n", file, line, col, sev == RETENTION_WARN ? "warning: " : "", msg);
+        ck->warnings += sev == TOPICS_WARN;
+        fprintf(stderr, "%s:%d:%d: %s%s\n", file, line, col, sev == TOPICS_WARN ? "warning: " : "", msg);
 }
 
 static int cmd_check(struct config *cfg)
@@ -116,8 +117,8 @@ static int cmd_check(struct config *cfg)
         /* Lint warnings leave the exit code 0; so does a broker that does not answer. */
         if (lint_config(cfg, check_lint, &ck))
                 bad = 1;
-        if (retention_check_topics(cfg, RETENTION_CHECK_TIMEOUT_MS, check_retention, &ck, rerr,
-                                   sizeof(rerr)))
+        if (topics_check(cfg, TOPICS_CHECK_ONLY, TOPICS_CHECK_TIMEOUT_MS, check_topics, &ck, NULL, rerr,
+                         sizeof(rerr)))
                 bad = 1;
         if (bad)
                 return 1;

@@ -16,6 +16,7 @@
 #include "pipeline.h"
 #include "retention.h"
 #include "store.h"
+#include "topics.h"
 #include "watchdog.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -74,6 +75,7 @@ int main(int argc, char **argv)
         struct pipeline *pl = NULL;
         struct consumer *c = NULL;
         struct watchdog *wd = NULL;
+        int64_t *dlq_max_bytes = NULL; /* per topic, what its dead-letter topic takes */
         char err[1024];
         int opt, rc = 1;
 
@@ -117,12 +119,20 @@ int main(int argc, char **argv)
         sigaction(SIGALRM, &sa, NULL);
         signal(SIGPIPE, SIG_IGN);
 
+        dlq_max_bytes = calloc(cfg->topic_cnt, sizeof(*dlq_max_bytes));
+        if (!dlq_max_bytes) {
+                log_error("dedupd", "out of memory");
+                goto out;
+        }
         log_info("dedupd", "starting: namespace %s, %zu topic(s), config %s", cfg->namespace,
                  cfg->topic_cnt, path);
         lint_config(cfg, NULL, NULL); /* key-design warnings, logged */
-        /* A class keeping keys shorter than its topic keeps messages: refused
-         * before joining the group; a broker that does not answer: warned. */
-        if (retention_check_topics(cfg, RETENTION_CHECK_TIMEOUT_MS, NULL, NULL, err, sizeof(err))) {
+        /* Before joining the group: every topic and dead-letter topic exists
+         * (or is created, dead_letter.create), dead letters fit, no class
+         * keeps keys shorter than its topic keeps messages. A broker that
+         * does not answer: warned. */
+        if (topics_check(cfg, TOPICS_CREATE_MISSING, TOPICS_CHECK_TIMEOUT_MS, NULL, NULL, dlq_max_bytes, err,
+                         sizeof(err))) {
                 rc = 2;
                 goto out;
         }
@@ -150,7 +160,7 @@ int main(int argc, char **argv)
                 log_error("dedupd", "schema migration failed: %s", err);
                 goto out;
         }
-        producer = producer_new(cfg, err, sizeof(err));
+        producer = producer_new(cfg, dlq_max_bytes, err, sizeof(err));
         if (!producer) {
                 log_error("dedupd", "Kafka producer: %s", err);
                 goto out;
@@ -186,5 +196,6 @@ out:
         producer_free(producer);
         store_close(&store);
         config_free(cfg);
+        free(dlq_max_bytes);
         return rc;
 }

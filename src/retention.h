@@ -1,4 +1,4 @@
-/* retention: the end of a key's life — purge of expired keys, capacity plan, topic retention check. */
+/* retention: the end of a key's life — purge of expired keys, capacity plan; the retention rule topics.c checks against the broker. */
 #ifndef DEDUPD_RETENTION_H
 #define DEDUPD_RETENTION_H
 
@@ -11,8 +11,6 @@
 
 /** Without retention classes, progress_log rows are kept this long. */
 #define RETENTION_PROGRESS_DEFAULT_MS (30LL * 86400000)
-/** How long the topic check waits for the broker before it only warns. */
-#define RETENTION_CHECK_TIMEOUT_MS 5000
 
 /** What one purge did (or, dry run, would do). */
 struct purge_stats {
@@ -55,12 +53,6 @@ int64_t retention_progress_keep_ms(const struct config *cfg);
 
 /* ---- topic retention check ---------------------------------------------- */
 
-enum retention_severity { RETENTION_WARN = 1, RETENTION_ERROR = 2 };
-
-/** A problem of the topic check, located at the class (file:line:column). */
-typedef void(retention_report_cb)(void *opaque, enum retention_severity sev, const char *file,
-                                  int line, int col, const char *msg);
-
 /**
  * Compare a class with a topic's retention (retention_ms -1: infinite;
  * cleanup_policy may be NULL). Returns 0 when the class keeps keys at least
@@ -69,17 +61,6 @@ typedef void(retention_report_cb)(void *opaque, enum retention_severity sev, con
  */
 int retention_compare(const char *topic, const struct retention_class *c, int64_t retention_ms,
                       const char *cleanup_policy, char *msg, size_t msgsz);
-
-/**
- * Read retention.ms (and cleanup.policy) of each topic whose class does not
- * allow_shorter_than_topic, with the Admin API (DescribeConfigs), and
- * compare. A broker that does not answer within timeout_ms, or a topic it
- * cannot describe, is a warning, not an error. Each problem goes to report
- * (NULL: logged). Returns 0, or -1 when a class is too short (the first
- * such message in err).
- */
-int retention_check_topics(const struct config *cfg, int timeout_ms, retention_report_cb *report,
-                           void *opaque, char *err, size_t errsz);
 
 /* ---- capacity plan --------------------------------------------------------- */
 

@@ -54,20 +54,30 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 static int cmd_produce(int argc, char **argv)
 {
         const char *topic = NULL;
-        char *hdrs[32];
-        int nh = 0, opt, partition = RD_KAFKA_PARTITION_UA;
+        char *hdrs[32], *props[32];
+        int nh = 0, np = 0, opt, partition = RD_KAFKA_PARTITION_UA;
         char err[512];
-        while ((opt = getopt(argc, argv, "t:H:p:")) != -1) {
+        while ((opt = getopt(argc, argv, "t:H:p:X:")) != -1) {
                 if (opt == 't')
                         topic = optarg;
                 else if (opt == 'H' && nh < 32)
                         hdrs[nh++] = optarg;
+                else if (opt == 'X' && np < 32)
+                        props[np++] = optarg;
                 else if (opt == 'p')
                         partition = atoi(optarg);
         }
         if (!topic)
                 die("%s", "produce: -t TOPIC required");
         rd_kafka_conf_t *conf = base_conf();
+        for (int i = 0; i < np; i++) {
+                char *eq = strchr(props[i], '=');
+                if (!eq)
+                        die("-X '%s' is not name=value", props[i]);
+                *eq = '\0';
+                if (rd_kafka_conf_set(conf, props[i], eq + 1, err, sizeof(err)))
+                        die("%s", err);
+        }
         rd_kafka_conf_set(conf, "enable.idempotence", "true", err, sizeof(err));
         rd_kafka_conf_set(conf, "linger.ms", "5", err, sizeof(err));
         rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
@@ -124,13 +134,16 @@ static int cmd_produce(int argc, char **argv)
 static int cmd_create(int argc, char **argv)
 {
         const char *topic = NULL;
-        int parts = 1, opt;
+        char *configs[32];
+        int parts = 1, opt, nc = 0;
         char err[512];
-        while ((opt = getopt(argc, argv, "t:p:")) != -1) {
+        while ((opt = getopt(argc, argv, "t:p:c:")) != -1) {
                 if (opt == 't')
                         topic = optarg;
                 else if (opt == 'p')
                         parts = atoi(optarg);
+                else if (opt == 'c' && nc < 32)
+                        configs[nc++] = optarg;
         }
         if (!topic)
                 die("%s", "create: -t TOPIC required");
@@ -138,6 +151,14 @@ static int cmd_create(int argc, char **argv)
         if (!rk)
                 die("%s", err);
         rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, parts, 1, err, sizeof(err));
+        for (int i = 0; i < nc; i++) {
+                char *eq = strchr(configs[i], '=');
+                if (!eq)
+                        die("-c '%s' is not name=value", configs[i]);
+                *eq = '\0';
+                if (rd_kafka_NewTopic_set_config(nt, configs[i], eq + 1))
+                        die("bad topic config %s", configs[i]);
+        }
         rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
         rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
         rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
@@ -183,6 +204,85 @@ static int cmd_create(int argc, char **argv)
                         break;
                 usleep(100000);
         }
+        return rc;
+}
+
+/* delete -t TOPIC */
+static int cmd_delete(int argc, char **argv)
+{
+        const char *topic = NULL;
+        int opt, rc = 1;
+        char err[512];
+        while ((opt = getopt(argc, argv, "t:")) != -1)
+                if (opt == 't')
+                        topic = optarg;
+        if (!topic)
+                die("%s", "delete: -t TOPIC required");
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, base_conf(), err, sizeof(err));
+        if (!rk)
+                die("%s", err);
+        rd_kafka_DeleteTopic_t *dt = rd_kafka_DeleteTopic_new(topic);
+        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+        rd_kafka_DeleteTopics(rk, &dt, 1, NULL, q);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+        if (ev) {
+                size_t cnt;
+                const rd_kafka_topic_result_t **res =
+                        rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev), &cnt);
+                if (rd_kafka_event_error(ev))
+                        fprintf(stderr, "kafkatool: delete: %s\n", rd_kafka_event_error_string(ev));
+                else if (cnt == 1 && rd_kafka_topic_result_error(res[0]))
+                        fprintf(stderr, "kafkatool: delete %s: %s\n", topic,
+                                rd_kafka_topic_result_error_string(res[0]));
+                else
+                        rc = 0;
+                rd_kafka_event_destroy(ev);
+        } else {
+                fprintf(stderr, "kafkatool: delete %s: timed out\n", topic);
+        }
+        rd_kafka_DeleteTopic_destroy(dt);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_destroy(rk);
+        return rc;
+}
+
+/* config -t TOPIC NAME: the value of one topic config as the broker has it */
+static int cmd_config(int argc, char **argv)
+{
+        const char *topic = NULL;
+        int opt, rc = 1;
+        char err[512];
+        while ((opt = getopt(argc, argv, "t:")) != -1)
+                if (opt == 't')
+                        topic = optarg;
+        if (!topic || optind >= argc)
+                die("%s", "config: -t TOPIC NAME required");
+        const char *name = argv[optind];
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, base_conf(), err, sizeof(err));
+        if (!rk)
+                die("%s", err);
+        rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+        rd_kafka_DescribeConfigs(rk, &res, 1, NULL, q);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+        if (ev && !rd_kafka_event_error(ev)) {
+                size_t cnt, ne;
+                const rd_kafka_ConfigResource_t **rr = rd_kafka_DescribeConfigs_result_resources(
+                        rd_kafka_event_DescribeConfigs_result(ev), &cnt);
+                const rd_kafka_ConfigEntry_t **e = cnt == 1 ? rd_kafka_ConfigResource_configs(rr[0], &ne) : NULL;
+                for (size_t i = 0; e && i < ne; i++)
+                        if (!strcmp(rd_kafka_ConfigEntry_name(e[i]), name)) {
+                                printf("%s\n", rd_kafka_ConfigEntry_value(e[i]) ? rd_kafka_ConfigEntry_value(e[i]) : "");
+                                rc = 0;
+                        }
+        }
+        if (rc)
+                fprintf(stderr, "kafkatool: config %s %s: not found\n", topic, name);
+        if (ev)
+                rd_kafka_event_destroy(ev);
+        rd_kafka_ConfigResource_destroy(res);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_destroy(rk);
         return rc;
 }
 
@@ -261,11 +361,14 @@ static int cmd_offsets(int argc, char **argv)
 static int cmd_dump(int argc, char **argv)
 {
         const char *topic = NULL;
-        int opt;
+        int opt, lengths = 0;
         char err[512];
-        while ((opt = getopt(argc, argv, "t:")) != -1)
+        while ((opt = getopt(argc, argv, "t:l")) != -1) {
                 if (opt == 't')
                         topic = optarg;
+                else if (opt == 'l')
+                        lengths = 1;
+        }
         if (!topic)
                 die("%s", "dump: -t TOPIC required");
         rd_kafka_conf_t *conf = base_conf();
@@ -291,9 +394,13 @@ static int cmd_dump(int argc, char **argv)
                 if (!m)
                         continue;
                 if (!m->err && m->offset < hi[m->partition]) {
-                        printf("%d %" PRId64 " %.*s %.*s\n", m->partition, m->offset, (int)m->key_len,
-                               m->key ? (const char *)m->key : "", (int)m->len,
-                               m->payload ? (const char *)m->payload : "");
+                        if (lengths)
+                                printf("%d %" PRId64 " key=%zu value=%zu%s\n", m->partition, m->offset,
+                                       m->key_len, m->len, m->payload ? "" : " (null)");
+                        else
+                                printf("%d %" PRId64 " %.*s %.*s\n", m->partition, m->offset, (int)m->key_len,
+                                       m->key ? (const char *)m->key : "", (int)m->len,
+                                       m->payload ? (const char *)m->payload : "");
                         rd_kafka_headers_t *h;
                         if (!rd_kafka_message_headers(m, &h)) {
                                 const char *name;
@@ -388,11 +495,14 @@ int main(int argc, char **argv)
 {
         if (argc < 2) {
                 fprintf(stderr,
-                        "usage: kafkatool [-b BROKERS] create|produce|offsets|dump|replay ...\n"
-                        "  create  -t TOPIC -p PARTITIONS\n"
-                        "  produce -t TOPIC [-p PARTITION] [-H name=value]...  < lines (KEY<TAB>VALUE or VALUE)\n"
+                        "usage: kafkatool [-b BROKERS] create|delete|config|produce|offsets|dump|replay ...\n"
+                        "  create  -t TOPIC -p PARTITIONS [-c topic.config=value]...\n"
+                        "  delete  -t TOPIC\n"
+                        "  config  -t TOPIC NAME                (one topic config value)\n"
+                        "  produce -t TOPIC [-p PARTITION] [-H name=value]... [-X librdkafka.prop=value]...\n"
+                        "          < lines (KEY<TAB>VALUE or VALUE)\n"
                         "  offsets -t TOPIC [-g GROUP]\n"
-                        "  dump    -t TOPIC\n"
+                        "  dump    -t TOPIC [-l]                (-l: key and value lengths, not contents)\n"
                         "  replay  -t TOPIC\n");
                 return 2;
         }
@@ -409,6 +519,10 @@ int main(int argc, char **argv)
                 return cmd_produce(argc, argv);
         if (!strcmp(cmd, "create"))
                 return cmd_create(argc, argv);
+        if (!strcmp(cmd, "delete"))
+                return cmd_delete(argc, argv);
+        if (!strcmp(cmd, "config"))
+                return cmd_config(argc, argv);
         if (!strcmp(cmd, "offsets"))
                 return cmd_offsets(argc, argv);
         if (!strcmp(cmd, "dump"))

@@ -170,7 +170,7 @@ static void valid_full_config(void **state)
         assert_int_equal(t->retry_backoff_ms, 200);
         assert_int_equal(t->retry_backoff_max_ms, 10000);
         assert_string_equal(t->dlq_topic, "payments.dlq");
-        assert_int_equal(t->max_payload_bytes, 1048576);
+        assert_int_equal(t->max_payload_bytes, 1000000);
 
         /* the handler's subtree: scalars as strings, by dotted path */
         assert_non_null(t->handler_config);
@@ -230,7 +230,7 @@ static void minimal_config_defaults(void **state)
         assert_int_equal(cfg->topics[0].batch_max_messages, 500);
         assert_int_equal(cfg->topics[0].batch_max_wait_ms, 100);
         assert_int_equal(cfg->topics[0].retry_max_attempts, 5);
-        assert_int_equal(cfg->topics[0].max_payload_bytes, 1048576);
+        assert_int_equal(cfg->topics[0].max_payload_bytes, 1000000);
         config_free(cfg);
 }
 
@@ -418,7 +418,7 @@ static const struct err_case err_cases[] = {
          "t.yaml:15:21: 'topics[0].retry.max_attempts': 1001 is out of range [1, 1000]", NULL, NULL},
         {"error: negative integer",
          Y_HEAD Y_TOPICS "    max_payload_bytes: -1\n", 1,
-         "t.yaml:14:24: 'topics[0].max_payload_bytes': -1 is out of range [0, 2147483647]", NULL, NULL},
+         "t.yaml:14:24: 'topics[0].max_payload_bytes': -1 is out of range [0, 1000000000]", NULL, NULL},
         {"error: not an integer",
          Y_HEAD Y_TOPICS "    batch:\n      max_wait_ms: 10ms\n", 1,
          "t.yaml:15:20: 'topics[0].batch.max_wait_ms': '10ms' is not an integer", NULL, NULL},
@@ -710,7 +710,8 @@ static void reference_lists_every_key(void **state)
         assert_contains(text, "topics[].key.subject");
         assert_contains(text, "topics[].batch.max_messages");
         assert_contains(text, "topics[].dead_letter.topic");
-        assert_contains(text, "1048576");
+        assert_contains(text, "topics[].dead_letter.create");
+        assert_contains(text, "1000000");
         free(text);
 }
 

@@ -191,61 +191,6 @@ static void test_progress_keep(void **state)
         config_errors_clear(&errs);
 }
 
-/* No class refuses a shorter keep: the broker is never asked. */
-static void test_check_without_classes(void **state)
-{
-        (void)state;
-        struct config_errors errs = {0};
-        struct config *cfg = config_load_string(
-                "t.yaml",
-                Y_BASE "    retention: c\nretention_classes:\n"
-                       "  c: {keep: 1h, allow_shorter_than_topic: true}\n",
-                &errs);
-        char err[256];
-        assert_non_null(cfg);
-        assert_int_equal(retention_check_topics(cfg, 100, NULL, NULL, err, sizeof(err)), 0);
-        assert_string_equal(err, "");
-        config_free(cfg);
-        config_errors_clear(&errs);
-}
-
-static int warned;
-static void count_warn(void *opaque, enum retention_severity sev, const char *file, int line, int col,
-                       const char *msg)
-{
-        (void)opaque;
-        assert_int_equal(sev, RETENTION_WARN);
-        assert_string_equal(file, "t.yaml");
-        assert_int_equal(line, 16);
-        assert_int_equal(col, 3);
-        assert_contains(msg, "could not read retention.ms of topic t:");
-        warned++;
-}
-
-/* A broker that does not answer is a warning, not a refusal. */
-static void test_check_unreachable(void **state)
-{
-        (void)state;
-        struct config_errors errs = {0};
-        struct config *cfg = config_load_string(
-                "t.yaml",
-                "namespace: svc\npostgres:\n  conninfo: \"dbname=x\"\nkafka:\n"
-                "  bootstrap.servers: 127.0.0.1:1\n  group.id: g\n"
-                "topics:\n  - name: t\n    key:\n      subject: \"{json:id}\"\n"
-                "      action: PAY\n    handler:\n      path: ./h.so\n    retention: c\n"
-                "retention_classes:\n  c:\n    keep: 1h\n",
-                &errs);
-        char err[256];
-        for (size_t i = 0; i < errs.cnt; i++)
-                printf("%s\n", errs.msgs[i]);
-        assert_non_null(cfg);
-        warned = 0;
-        assert_int_equal(retention_check_topics(cfg, 500, count_warn, NULL, err, sizeof(err)), 0);
-        assert_int_equal(warned, 1);
-        config_free(cfg);
-        config_errors_clear(&errs);
-}
-
 int main(void)
 {
         struct unit_list l = {0};
@@ -256,7 +201,5 @@ int main(void)
         unit_add_table(&l, test_human_case, human_cases);
         unit_add_table(&l, test_compare_case, compare_cases);
         unit_add(&l, "progress_log keep", test_progress_keep, NULL);
-        unit_add(&l, "check: nothing to ask the broker", test_check_without_classes, NULL);
-        unit_add(&l, "check: an unreachable broker only warns", test_check_unreachable, NULL);
         return unit_run("retention", &l);
 }
