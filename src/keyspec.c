@@ -384,8 +384,14 @@ static int append_json(const struct part *p, json_t *root, struct buf *b, char *
                 snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
                 return buf_add(b, num, strlen(num));
         case JSON_REAL:
-                snprintf(num, sizeof(num), "%.17g", json_real_value(v));
-                return buf_add(b, num, strlen(num));
+                /* The parser keeps a double, not the numeral: 9007199254740993.0
+                 * and 9007199254740992.0 would become one key. */
+                seterr(err, errsz,
+                       "json field '%s' is a number with a fraction or an exponent: a key must not "
+                       "depend on floating-point rounding (two different numbers can round to one "
+                       "key); send it as a string or as an integer",
+                       p->text);
+                return -1;
         case JSON_TRUE:
                 return buf_add(b, "true", 4);
         case JSON_FALSE:
@@ -463,7 +469,24 @@ int keyspec_derive(const struct keyspec *ks, const struct keyspec_input *in, cha
                         seterr(err, errsz, "payload is empty (tombstone?), no JSON to read the key from");
                         return -1;
                 }
-                root = json_loadb(in->value, in->value_len, JSON_DECODE_ANY, &jerr);
+                /* A member given twice is read differently by different
+                 * parsers (first or last wins): two readings, two keys. */
+                root = json_loadb(in->value, in->value_len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES,
+                                  &jerr);
+                if (!root && json_error_code(&jerr) == json_error_numeric_overflow) {
+                        seterr(err, errsz,
+                               "payload has an integer beyond 64 bits at byte %d: it cannot be read "
+                               "exactly; send such numbers as strings",
+                               jerr.position);
+                        return -1;
+                }
+                if (!root && json_error_code(&jerr) == json_error_duplicate_key) {
+                        seterr(err, errsz,
+                               "payload is ambiguous: %s at byte %d (parsers disagree on which value "
+                               "counts)",
+                               jerr.text, jerr.position);
+                        return -1;
+                }
                 if (!root) {
                         seterr(err, errsz, "payload is not valid JSON: %s at byte %d", jerr.text,
                                jerr.position);
