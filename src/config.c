@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <librdkafka/rdkafka.h>
 #include <yaml.h>
@@ -89,6 +90,17 @@ static const struct field dlq_fields[] = {
         END_FIELDS,
 };
 
+/* A value echoed in a message: whole when short, else its start and its size. */
+#define CLIP_SZ 96
+static const char *clip(const char *v, char buf[CLIP_SZ])
+{
+        size_t n = strlen(v);
+        if (n <= 64)
+                return v;
+        snprintf(buf, CLIP_SZ, "%.48s... (%zu bytes)", v, n);
+        return buf;
+}
+
 static int check_one_of(const char *v, const char *const *allowed, char *err, size_t errsz)
 {
         char list[256] = "";
@@ -99,7 +111,8 @@ static int check_one_of(const char *v, const char *const *allowed, char *err, si
                 if (a[1])
                         strncat(list, ", ", sizeof(list) - strlen(list) - 1);
         }
-        snprintf(err, errsz, "'%s' is not one of %s", v, list);
+        char c[CLIP_SZ];
+        snprintf(err, errsz, "'%s' is not one of %s", clip(v, c), list);
         return -1;
 }
 
@@ -217,7 +230,8 @@ static int check_log_level(const char *v, char *err, size_t errsz)
 {
         if (!strcmp(v, "error") || !strcmp(v, "warn") || !strcmp(v, "info") || !strcmp(v, "debug"))
                 return 0;
-        snprintf(err, errsz, "'%s' is not one of error, warn, info, debug", v);
+        char c[CLIP_SZ];
+        snprintf(err, errsz, "'%s' is not one of error, warn, info, debug", clip(v, c));
         return -1;
 }
 
@@ -412,6 +426,9 @@ struct walk {
 };
 
 #define TREE_MAX_DEPTH 64
+#define CONFIG_MAX_BYTES (1024 * 1024) /* a configuration file */
+#define CONFIG_MAX_DEPTH 32            /* YAML nesting */
+#define CONFIG_MAX_NODES 100000        /* YAML events (scalars, starts and ends) */
 #define TREE_MAX_VALUES 100000
 
 #define NODE_LINE(n) ((int)(n)->start_mark.line + 1)
@@ -466,7 +483,8 @@ static int parse_int(const char *s, long min, long max, int *out, char *err, siz
         errno = 0;
         v = strtol(s, &end, 10);
         if (!*s || *end || errno) {
-                snprintf(err, errsz, "'%s' is not an integer", s);
+                char c[CLIP_SZ];
+                snprintf(err, errsz, "'%s' is not an integer", clip(s, c));
                 return -1;
         }
         if (v < min || v > max) {
@@ -630,12 +648,13 @@ static void walk_map(struct walk *w, const yaml_node_t *map, const struct field 
                         break;
                 }
                 case F_DURATION: {
-                        char *v2 = scalar_value(w, v, path);
+                        char *v2 = scalar_value(w, v, path), c[CLIP_SZ];
                         if (!v2)
                                 break;
                         int64_t ms = config_parse_duration(v2);
                         if (ms < 0)
-                                werr(w, v, "'%s': '%s' is not a duration (e.g. 250ms, 30s, 5m, 48h, 7d)", path, v2);
+                                werr(w, v, "'%s': '%s' is not a duration (e.g. 250ms, 30s, 5m, 48h, 7d)", path,
+                                     clip(v2, c));
                         else if (ms < f->min)
                                 werr(w, v, "'%s': must be at least %ld ms", path, f->min);
                         else
@@ -644,7 +663,7 @@ static void walk_map(struct walk *w, const yaml_node_t *map, const struct field 
                         break;
                 }
                 case F_BOOL: {
-                        char *v2 = scalar_value(w, v, path);
+                        char *v2 = scalar_value(w, v, path), c[CLIP_SZ];
                         if (!v2)
                                 break;
                         if (!strcmp(v2, "true") || !strcmp(v2, "yes") || !strcmp(v2, "on"))
@@ -652,7 +671,7 @@ static void walk_map(struct walk *w, const yaml_node_t *map, const struct field 
                         else if (!strcmp(v2, "false") || !strcmp(v2, "no") || !strcmp(v2, "off"))
                                 *(int *)slot = 0;
                         else
-                                werr(w, v, "'%s': '%s' is not true or false", path, v2);
+                                werr(w, v, "'%s': '%s' is not true or false", path, clip(v2, c));
                         free(v2);
                         break;
                 }
@@ -937,25 +956,79 @@ static void errors_sort(struct config_errors *errs, size_t from)
         }
 }
 
-static struct config *load(const char *name, yaml_parser_t *parser, struct config_errors *errs)
+/* Bounds checked before the document is built: libyaml's time grows with
+ * the square of the nesting depth (100,000 unterminated '[' took a minute),
+ * and nothing dedupd reads is nested deeper than a handler's config. */
+static int yaml_bounded(const char *name, const char *buf, size_t len, struct config_errors *errs)
 {
+        yaml_parser_t p;
+        yaml_event_t ev;
+        int depth = 0, rc = 0;
+        size_t events = 0;
+
+        yaml_parser_initialize(&p);
+        yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
+        for (;;) {
+                if (!yaml_parser_parse(&p, &ev))
+                        break; /* a syntax error: the full load reports it, with its position */
+                int done = ev.type == YAML_STREAM_END_EVENT;
+                if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT)
+                        depth++;
+                else if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT)
+                        depth--;
+                if (depth > CONFIG_MAX_DEPTH || ++events > CONFIG_MAX_NODES) {
+                        config_errors_add(errs, name, (int)ev.start_mark.line + 1,
+                                          (int)ev.start_mark.column + 1,
+                                          depth > CONFIG_MAX_DEPTH
+                                                  ? "nested deeper than %d levels: a configuration "
+                                                    "never needs that many (refused before parsing further)"
+                                                  : "more than %d YAML nodes: a configuration never "
+                                                    "needs that many (refused before parsing further)",
+                                          depth > CONFIG_MAX_DEPTH ? CONFIG_MAX_DEPTH : CONFIG_MAX_NODES);
+                        rc = -1;
+                        done = 1;
+                }
+                yaml_event_delete(&ev);
+                if (done)
+                        break;
+        }
+        yaml_parser_delete(&p);
+        return rc;
+}
+
+static struct config *load(const char *name, const char *buf, size_t len, struct config_errors *errs)
+{
+        yaml_parser_t parser;
         yaml_document_t doc;
-        struct config *cfg = calloc(1, sizeof(*cfg));
-        struct walk w = {name, &doc, errs, cfg, 0, 1, 1, TREE_MAX_VALUES, 0};
+        struct config *cfg;
         size_t errs_before = errs->cnt;
 
+        if (len > CONFIG_MAX_BYTES) {
+                config_errors_add(errs, name, 1, 1,
+                                  "the file is %zu bytes; a configuration may be at most %d bytes",
+                                  len, CONFIG_MAX_BYTES);
+                return NULL;
+        }
+        if (yaml_bounded(name, buf, len, errs))
+                return NULL;
+        cfg = calloc(1, sizeof(*cfg));
         if (!cfg)
                 return NULL;
+        struct walk w = {name, &doc, errs, cfg, 0, 1, 1, TREE_MAX_VALUES, 0};
         cfg->path = strdup(name);
         fields_defaults(top_fields, cfg);
-        if (!yaml_parser_load(parser, &doc)) {
-                config_errors_add(errs, name, (int)parser->problem_mark.line + 1,
-                                  (int)parser->problem_mark.column + 1, "YAML syntax: %s%s%s",
-                                  parser->problem ? parser->problem : "error",
-                                  parser->context ? " " : "", parser->context ? parser->context : "");
+        yaml_parser_initialize(&parser);
+        yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
+        if (!yaml_parser_load(&parser, &doc)) {
+                config_errors_add(errs, name, (int)parser.problem_mark.line + 1,
+                                  (int)parser.problem_mark.column + 1, "YAML syntax: %s%s%s",
+                                  parser.problem ? parser.problem : "error",
+                                  parser.context ? " " : "", parser.context ? parser.context : "");
+                yaml_parser_delete(&parser);
                 config_free(cfg);
                 return NULL;
         }
+        yaml_parser_delete(&parser);
         yaml_node_t *root = yaml_document_get_root_node(&doc);
         if (!root) {
                 config_errors_add(errs, name, 1, 1, "the file is empty");
@@ -978,31 +1051,42 @@ static struct config *load(const char *name, yaml_parser_t *parser, struct confi
 
 struct config *config_load(const char *path, struct config_errors *errs)
 {
-        yaml_parser_t parser;
         struct config *cfg;
         FILE *fp = fopen(path, "rb");
+        char *buf;
+        size_t len;
 
         if (!fp) {
                 config_errors_add(errs, path, 0, 0, "cannot open: %s", strerror(errno));
                 return NULL;
         }
-        yaml_parser_initialize(&parser);
-        yaml_parser_set_input_file(&parser, fp);
-        cfg = load(path, &parser, errs);
-        yaml_parser_delete(&parser);
+        /* Read at most one byte more than allowed: enough to refuse. */
+        buf = malloc(CONFIG_MAX_BYTES + 2);
+        if (!buf) {
+                fclose(fp);
+                config_errors_add(errs, path, 0, 0, "out of memory");
+                return NULL;
+        }
+        len = fread(buf, 1, CONFIG_MAX_BYTES + 1, fp);
+        if (ferror(fp)) {
+                config_errors_add(errs, path, 0, 0, "cannot read: %s", strerror(errno));
+                fclose(fp);
+                free(buf);
+                return NULL;
+        }
+        struct stat st;
+        if (len > CONFIG_MAX_BYTES && fstat(fileno(fp), &st) == 0 && st.st_size > (off_t)len)
+                len = (size_t)st.st_size; /* for the message: load() refuses it without reading */
         fclose(fp);
+        buf[len > CONFIG_MAX_BYTES ? CONFIG_MAX_BYTES + 1 : len] = '\0';
+        cfg = load(path, buf, len, errs);
+        free(buf);
         return cfg;
 }
 
 struct config *config_load_string(const char *name, const char *yaml, struct config_errors *errs)
 {
-        yaml_parser_t parser;
-        struct config *cfg;
-        yaml_parser_initialize(&parser);
-        yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, strlen(yaml));
-        cfg = load(name, &parser, errs);
-        yaml_parser_delete(&parser);
-        return cfg;
+        return load(name, yaml, strlen(yaml), errs);
 }
 
 void config_free(struct config *cfg)

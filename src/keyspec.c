@@ -133,7 +133,18 @@ static const char *const refused_sources[] = {
 
 static int tmpl_compile(struct tmpl *t, const char *s, char *err, size_t errsz)
 {
+        size_t len = strlen(s);
+        if (len > KEYSPEC_MAX_TEMPLATE_LEN) {
+                seterr(err, errsz, "key template is %zu bytes; at most %d are allowed", len,
+                       KEYSPEC_MAX_TEMPLATE_LEN);
+                return -1;
+        }
         while (*s) {
+                if (t->cnt == KEYSPEC_MAX_PARTS) {
+                        seterr(err, errsz, "key template has more than %d parts (sources and literals)",
+                               KEYSPEC_MAX_PARTS);
+                        return -1;
+                }
                 struct part p = {0};
                 if (*s == '{') {
                         const char *end = strchr(s, '}');
@@ -181,8 +192,8 @@ static int tmpl_compile(struct tmpl *t, const char *s, char *err, size_t errsz)
                                         }
                                 }
                                 seterr(err, errsz,
-                                       "unknown key source '{%s}' (expected {json:PATH}, {header:NAME} or {key})",
-                                       ref);
+                                       "unknown key source '{%.64s%s}' (expected {json:PATH}, {header:NAME} or {key})",
+                                       ref, strlen(ref) > 64 ? "..." : "");
                                 free(ref);
                                 return -1;
                         }

@@ -12,6 +12,11 @@
  *  they always fit the unique index. */
 #define KEYSPEC_MAX_KEY_LEN 512
 
+/** A template (subject, action or request) is at most this long and has at
+ *  most this many parts: a key is an id, not a document. */
+#define KEYSPEC_MAX_TEMPLATE_LEN 1024
+#define KEYSPEC_MAX_PARTS 32
+
 struct keyspec;
 
 /** What a key is derived from: the parts of a message the pipeline sees. */

@@ -89,3 +89,27 @@ stop s1
 grep -q "database unavailable" "$WORK/s1.log" || fail "the unreachable database was not reported"
 if grep -q "S3cretXYZ" "$WORK/s1.log"; then fail "the password reached the log"; fi
 log "ok: the password is not in the log"
+
+# Hostile configs are answered at once, each with the bound that refused it
+# (libyaml alone took a minute on 100,000 unterminated '[').
+python3 - "$WORK" <<'PY'
+import sys
+w = sys.argv[1]
+open(f"{w}/h_seq.yaml", "w").write("a: " + "[" * 100000 + "]" * 100000 + "\n")
+open(f"{w}/h_open.yaml", "w").write("a: " + "[" * 100000 + "\n")
+open(f"{w}/h_maps.yaml", "w").write("a: " + "{a: " * 50000 + "}" * 50000 + "\n")
+open(f"{w}/h_big.yaml", "w").write("namespace: \"" + "x" * 10_000_000 + "\"\n")
+t = "{json:a}" * 120000
+open(f"{w}/h_tmpl.yaml", "w").write("namespace: s\npostgres: {conninfo: x}\nkafka: {bootstrap.servers: b, group.id: g}\n"
+    f"topics:\n  - name: t\n    key: {{subject: \"{t}\", action: PAY}}\n    handler: {{path: h.so}}\n")
+PY
+for c in "h_seq:nested deeper than 32 levels" "h_open:nested deeper than 32 levels" \
+        "h_maps:nested deeper than 32 levels" "h_big:the file is 10000014 bytes; a configuration may be at most 1048576 bytes" \
+        "h_tmpl:key template is 960000 bytes; at most 1024"; do
+        f=${c%%:*} want=${c#*:} rc=0
+        timeout 10 "$DEDUPCTL" check -c "$WORK/$f.yaml" >"$WORK/$f.out" 2>&1 || rc=$?
+        assert_eq "$rc" 1 "dedupctl check exit code on $f.yaml"
+        grep -q "$want" "$WORK/$f.out" || fail "$f.yaml: expected '$want', got: $(head -c 300 "$WORK/$f.out")"
+        (($(wc -c <"$WORK/$f.out") < 2000)) || fail "$f.yaml: $(wc -c <"$WORK/$f.out") bytes of messages"
+done
+log "ok: hostile configs refused at once, with short messages"

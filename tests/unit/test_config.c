@@ -786,9 +786,113 @@ static void interpolate_long_values(void **state)
         unsetenv("DEDUPD_TEST_LONG");
 }
 
+/* Hostile configs: each answered at once with the bound that refused it. */
+static char *repeat(const char *prefix, const char *unit, size_t n, const char *suffix_unit)
+{
+        size_t pl = strlen(prefix), ul = strlen(unit), sl = suffix_unit ? strlen(suffix_unit) : 0;
+        char *s = malloc(pl + n * (ul + sl) + 2), *w = s;
+        memcpy(w, prefix, pl);
+        w += pl;
+        for (size_t i = 0; i < n; i++, w += ul)
+                memcpy(w, unit, ul);
+        for (size_t i = 0; i < n && suffix_unit; i++, w += sl)
+                memcpy(w, suffix_unit, sl);
+        *w++ = '\n';
+        *w = '\0';
+        return s;
+}
+
+static void hostile_case(const char *yaml, const char *prefix, const char *phrase)
+{
+        struct config_errors errs = {0};
+        load_bad(yaml, &errs);
+        assert_error(&errs, prefix, phrase);
+        config_errors_clear(&errs);
+}
+
+static void hostile_deep_flow_sequence(void **state)
+{
+        (void)state;
+        char *y = repeat("a: ", "[", 100000, "]");
+        hostile_case(y, "t.yaml:1:35: nested deeper than 32 levels", "refused before parsing further");
+        free(y);
+}
+
+static void hostile_unterminated_brackets(void **state)
+{
+        (void)state;
+        char *y = repeat("a: ", "[", 100000, NULL);
+        hostile_case(y, "t.yaml:1:", "nested deeper than 32 levels");
+        free(y);
+}
+
+static void hostile_nested_flow_maps(void **state)
+{
+        (void)state;
+        char *y = repeat("a: ", "{a: ", 50000, "}");
+        hostile_case(y, "t.yaml:1:", "nested deeper than 32 levels");
+        free(y);
+}
+
+static void hostile_too_many_nodes(void **state)
+{
+        (void)state;
+        char *y = repeat("a: [", "1,", 150000, NULL);
+        hostile_case(y, "t.yaml:1:", "more than 100000 YAML nodes");
+        free(y);
+}
+
+static void hostile_too_large(void **state)
+{
+        (void)state;
+        char *y = repeat("namespace: ", "x", 2 * 1024 * 1024, NULL);
+        hostile_case(y, "t.yaml:1:1: the file is 2097164 bytes; a configuration may be at most 1048576 bytes", NULL);
+        free(y);
+}
+
+static void hostile_template_of_many_parts(void **state)
+{
+        (void)state;
+        char *t = repeat("", "{json:a}", 100000, NULL);
+        t[strlen(t) - 1] = '\0';
+        char *y = malloc(strlen(t) + 512);
+        sprintf(y, "namespace: s\npostgres: {conninfo: x}\nkafka: {bootstrap.servers: b, group.id: g}\n"
+                   "topics:\n  - name: t\n    key: {subject: \"%s\", action: PAY}\n    handler: {path: h.so}\n", t);
+        hostile_case(y, "t.yaml:6:20: 'topics[0].key.subject': key template is 800000 bytes; at most 1024", NULL);
+        sprintf(y, "namespace: s\npostgres: {conninfo: x}\nkafka: {bootstrap.servers: b, group.id: g}\n"
+                   "topics:\n  - name: t\n    key: {subject: \"%.264s\", action: PAY}\n    handler: {path: h.so}\n", t);
+        hostile_case(y, "t.yaml:6:20: 'topics[0].key.subject': key template has more than 32 parts", NULL);
+        free(t);
+        free(y);
+}
+
+static void hostile_long_value_is_clipped(void **state)
+{
+        (void)state;
+        char *v = repeat("", "a", 500000, NULL);
+        v[strlen(v) - 1] = '\0';
+        char *y = malloc(strlen(v) + 256);
+        sprintf(y, "namespace: s\nlog_level: \"%s\"\n", v);
+        struct config_errors errs = {0};
+        load_bad(y, &errs);
+        assert_error(&errs, "t.yaml:2:12: 'log_level': 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa... (500000 bytes)' is not one of", NULL);
+        for (size_t i = 0; i < errs.cnt; i++)
+                assert_true(strlen(errs.msgs[i]) < 400);
+        config_errors_clear(&errs);
+        free(v);
+        free(y);
+}
+
 int main(void)
 {
         static const struct CMUnitTest tests[] = {
+                cmocka_unit_test(hostile_deep_flow_sequence),
+                cmocka_unit_test(hostile_unterminated_brackets),
+                cmocka_unit_test(hostile_nested_flow_maps),
+                cmocka_unit_test(hostile_too_many_nodes),
+                cmocka_unit_test(hostile_too_large),
+                cmocka_unit_test(hostile_template_of_many_parts),
+                cmocka_unit_test(hostile_long_value_is_clipped),
                 cmocka_unit_test(valid_full_config),
                 cmocka_unit_test(minimal_config_defaults),
                 cmocka_unit_test(env_substitution),
