@@ -712,6 +712,7 @@ static void housekeeping(struct consumer *c, int64_t now)
 /* Leave the group with everything committed visible to lag monitoring. */
 static void leave(struct consumer *c)
 {
+        pipeline_stop(c->pl);
         purge(c, NULL);
         rd_kafka_resp_err_t e = rd_kafka_commit(c->rk, NULL, 0);
         if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET)

@@ -32,6 +32,7 @@ void pl_msg_clear(struct pl_msg *m)
         free(m->dlq_reason);
         m->idem_key = NULL;
         m->dlq_reason = NULL;
+        m->derived = 0;
 }
 
 struct pipeline *pipeline_new(const struct config *cfg, struct store *store, struct pl_dlq_ops ops,
@@ -85,84 +86,172 @@ struct part_state *pipeline_part_state(struct pipeline *pl, size_t topic_idx, in
         if (!np)
                 return NULL;
         pl->parts = np;
-        pl->parts[pl->part_cnt] = (struct part_state){topic_idx, partition, -1, -1, -1, 0};
+        pl->parts[pl->part_cnt] = (struct part_state){.topic_idx = topic_idx,
+                                                      .partition = partition,
+                                                      .verified_next = -1,
+                                                      .counted_at = -1,
+                                                      .isolate_until = -1};
         return &pl->parts[pl->part_cnt++];
+}
+
+/* A counted start that ends without a crash is taken back: a revocation or a
+ * clean stop must not bring a range closer to being dead-lettered. */
+static void release_counted(struct pipeline *pl, struct part_state *ps)
+{
+        char err[256];
+        if (ps->counted_at < 0)
+                return;
+        if (store_ok(pl->store) &&
+            store_attempt_release(pl->store, pl->cfg->namespace, pl->cfg->topics[ps->topic_idx].name,
+                                  ps->partition, ps->counted_at, ps->counted_single, err, sizeof(err)))
+                log_warn("pipeline", "crash-loop ledger: could not take back the start at %s/%d offset %lld: %s",
+                         pl->cfg->topics[ps->topic_idx].name, (int)ps->partition,
+                         (long long)ps->counted_at, err);
+        ps->counted_at = -1;
 }
 
 void pipeline_forget(struct pipeline *pl, size_t topic_idx, int32_t partition)
 {
         struct part_state *ps = pipeline_part_state(pl, topic_idx, partition);
         if (ps) {
+                release_counted(pl, ps);
                 ps->verified_next = -1;
-                ps->guarded_from = -1;
         }
+}
+
+void pipeline_stop(struct pipeline *pl)
+{
+        for (size_t i = 0; i < pl->part_cnt; i++)
+                release_counted(pl, &pl->parts[i]);
+}
+
+/* ---- the crash-loop guard ------------------------------------------------------
+ *
+ * A batch start is counted before its handlers run and forgotten when it
+ * commits, so a row left in dedupd.attempts is a start that crashed (or was
+ * ended by the watchdog). A range that crashed once is worked through one
+ * message at a time, each run alone — first in its batch, nothing after it —
+ * so a crash is then the message's own. A message is dead-lettered once the
+ * crashes that included it (those of the batches it was in, then its own)
+ * reach retry.max_crashes and at least one of them was its own.
+ */
+
+enum guard_verdict { GUARD_CONTINUE, GUARD_BATCH, GUARD_ALONE, GUARD_DB };
+
+static int first_of_partition(struct pl_msg *const *msgs, size_t i)
+{
+        for (size_t k = 0; k < i; k++)
+                if (msgs[k]->partition == msgs[i]->partition)
+                        return 0;
+        return 1;
+}
+
+/* How the first message of a partition in this batch must run. */
+static enum guard_verdict guard_verdict(struct pipeline *pl, const struct topic_conf *t,
+                                        struct part_state *ps, const struct pl_msg *m, int *inherited)
+{
+        char err[512];
+        int found = 0;
+        int64_t until = -1;
+        *inherited = 0;
+        if (ps->counted_at == m->offset) /* a retry in this process: counted already */
+                return ps->counted_single ? GUARD_ALONE : GUARD_BATCH;
+        if (ps->verified_next == m->offset && m->offset >= ps->isolate_until)
+                return GUARD_CONTINUE; /* from this process's own commit */
+        if (store_attempt_covering(pl->store, pl->cfg->namespace, t->name, m->partition, m->offset, &found,
+                                   inherited, &until, err, sizeof(err)))
+                return GUARD_DB;
+        if (!found)
+                return GUARD_BATCH;
+        if (ps->isolate_until < until) {
+                ps->isolate_until = until;
+                ps->had_attempts = 1;
+                log_warn("pipeline", "topic %s partition %d: offsets up to %lld were in a batch that crashed "
+                                     "or stalled dedupd %d time%s: running them one message at a time",
+                         t->name, (int)m->partition, (long long)until - 1, *inherited,
+                         *inherited == 1 ? "" : "s");
+        }
+        return GUARD_ALONE;
+}
+
+/* Count a start of message m run alone; dead-letter it when its crashes are
+ * spent. Returns -1 when the database cannot be reached. */
+static int guard_alone(struct pipeline *pl, const struct topic_conf *t, struct part_state *ps,
+                       struct pl_msg *m, int inherited)
+{
+        char err[512];
+        int attempts = 0, inh = 0;
+        if (ps->counted_at == m->offset)
+                return 0;
+        if (store_attempt_single(pl->store, pl->cfg->namespace, t->name, m->partition, m->offset, inherited,
+                                 &attempts, &inh, err, sizeof(err)))
+                return -1;
+        ps->counted_at = m->offset;
+        ps->counted_single = 1;
+        ps->had_attempts = 1;
+        int own = attempts - 1, crashes = inh + own;
+        if (own >= 1 && crashes >= t->retry_max_crashes && !m->dlq_reason &&
+            asprintf(&m->dlq_reason,
+                     "crashed or stalled dedupd %d time%s (%d in a batch, %d alone; crash loop; "
+                     "retry.max_crashes)",
+                     crashes, crashes == 1 ? "" : "s", inh, own) < 0)
+                m->dlq_reason = NULL;
+        return 0;
+}
+
+/* Count a start of partition ps's messages in msgs[0, n) as one batch. */
+static int guard_batch(struct pipeline *pl, const struct topic_conf *t, struct part_state *ps,
+                       struct pl_msg *const *msgs, size_t n, const struct pl_msg *m)
+{
+        char err[512];
+        int attempts = 0;
+        int64_t until = m->offset + 1;
+        if (ps->counted_at == m->offset)
+                return 0;
+        for (size_t k = 0; k < n; k++)
+                if (msgs[k]->partition == m->partition && msgs[k]->offset + 1 > until)
+                        until = msgs[k]->offset + 1;
+        if (store_attempt_batch(pl->store, pl->cfg->namespace, t->name, m->partition, m->offset, until,
+                                &attempts, err, sizeof(err)))
+                return -1;
+        ps->counted_at = m->offset;
+        ps->counted_single = 0;
+        ps->had_attempts = 1;
+        return 0;
 }
 
 size_t pipeline_guard(struct pipeline *pl, size_t topic_idx, struct pl_msg *const *msgs, size_t n)
 {
         const struct topic_conf *t = &pl->cfg->topics[topic_idx];
+        enum guard_verdict v[n ? n : 1];
+        int inherited[n ? n : 1];
         size_t limit = n;
-        char err[512], ctx[200];
 
-        snprintf(ctx, sizeof(ctx), "topic:%s", t->name);
-        for (size_t i = 0; i < n; i++) {
-                struct pl_msg *m = msgs[i];
-                struct part_state *ps = pipeline_part_state(pl, topic_idx, m->partition);
-                int first = 1;
-                if (!ps)
+        /* First where the batch ends: before the first message that must run
+         * alone, or right after it when it comes first. */
+        for (size_t i = 0; i < limit; i++) {
+                struct part_state *ps = pipeline_part_state(pl, topic_idx, msgs[i]->partition);
+                v[i] = GUARD_CONTINUE;
+                if (!ps || !first_of_partition(msgs, i))
                         continue;
-                for (size_t k = 0; k < i && first; k++)
-                        first = msgs[k]->partition != m->partition;
-                if (!first) {
-                        /* The second message of an isolated partition ends the batch. */
-                        if (m->offset < ps->isolate_until && i < limit)
-                                limit = i;
-                        continue;
-                }
-                /* Continuing from this process's own commit: nothing to guard. */
-                if (ps->verified_next == m->offset && m->offset >= ps->isolate_until)
-                        continue;
-                if (ps->guarded_from == m->offset)
-                        continue; /* counted already; a retry inside this process is no crash */
-                int64_t until = m->offset + 1, cfrom, cuntil;
-                int attempts;
-                for (size_t k = i; k < n; k++)
-                        if (msgs[k]->partition == m->partition && msgs[k]->offset + 1 > until)
-                                until = msgs[k]->offset + 1;
-                int single = m->offset < ps->isolate_until;
-                if (store_attempt(pl->store, pl->cfg->namespace, t->name, m->partition, m->offset,
-                                  single ? m->offset + 1 : until, single, &attempts, &cfrom, &cuntil,
-                                  err, sizeof(err)))
+                v[i] = guard_verdict(pl, t, ps, msgs[i], &inherited[i]);
+                if (v[i] == GUARD_DB)
                         return n; /* the database is unreachable: the batch will fail anyway */
-                ps->guarded_from = m->offset;
-                ps->had_attempts = 1;
-                if (!single && attempts > t->retry_max_crashes) {
-                        /* This range crashed the process (or was aborted) too often:
-                         * work through it one message at a time to find the culprit. */
-                        ps->isolate_until = cuntil;
-                        log_warn(ctx, "partition %d offsets %lld..%lld were started %d times without "
-                                      "committing: isolating them one message at a time",
-                                 (int)m->partition, (long long)cfrom, (long long)cuntil - 1, attempts);
-                        if (store_attempt(pl->store, pl->cfg->namespace, t->name, m->partition,
-                                          m->offset, m->offset + 1, 1, &attempts, &cfrom, &cuntil,
-                                          err, sizeof(err)))
-                                return n;
-                        single = 1;
-                }
-                if (single) {
-                        if (i + 1 < limit)
-                                limit = i + 1 < n ? i + 1 : n;
-                        /* keep other partitions' messages that precede it, nothing after */
-                        if (attempts > t->retry_max_crashes && !m->dlq_reason) {
-                                free(m->dlq_reason);
-                                if (asprintf(&m->dlq_reason,
-                                             "crashed or stalled dedupd %d time%s (crash loop; retry.max_crashes)",
-                                             attempts - 1, attempts == 2 ? "" : "s") < 0)
-                                        m->dlq_reason = NULL;
-                        }
-                }
+                if (v[i] == GUARD_ALONE)
+                        limit = i ? i : 1;
         }
-        return limit ? limit : 1;
+        /* Then count the starts of what runs. */
+        for (size_t i = 0; i < limit; i++) {
+                struct part_state *ps = pipeline_part_state(pl, topic_idx, msgs[i]->partition);
+                int rc = 0;
+                if (v[i] == GUARD_ALONE)
+                        rc = guard_alone(pl, t, ps, msgs[i], inherited[i]);
+                else if (v[i] == GUARD_BATCH)
+                        rc = guard_batch(pl, t, ps, msgs, limit, msgs[i]);
+                if (rc)
+                        return limit;
+        }
+        return limit;
 }
 
 const struct pl_stats *pipeline_stats(const struct pipeline *pl) { return &pl->stats; }
@@ -178,37 +267,44 @@ static void set_reason(struct pl_msg *m, const char *fmt, ...)
         va_end(ap);
 }
 
-/* Derive key and fingerprint once per message; decide dead-lettering. */
-void pipeline_prepare(const struct topic_conf *t, struct pl_msg *m)
+/* The key and fingerprint, or the reason there is none. A reason set before
+ * (the crash-loop guard's) is kept: the dead letter then still names the key. */
+static void derive(const struct topic_conf *t, struct pl_msg *m)
 {
         char key[KEYSPEC_MAX_KEY_LEN + 1];
         char why[512];
 
-        if (m->dlq_reason)
-                return;
-        if (!m->idem_key) {
-                if (m->value_len > (size_t)t->max_payload_bytes) {
+        if (m->value_len > (size_t)t->max_payload_bytes) {
+                if (!m->dlq_reason)
                         set_reason(m, "payload too large: %zu bytes, limit %d (max_payload_bytes)",
                                    m->value_len, t->max_payload_bytes);
-                        return;
-                }
-                struct keyspec_input in = {m->value, m->value_len, m->key, m->key_len, m->headers,
-                                           m->header_cnt};
-                if (keyspec_derive(t->keyspec, &in, key, sizeof(key), why, sizeof(why))) {
-                        set_reason(m, "key: %s", why);
-                        return;
-                }
-                m->idem_key = strdup(key);
-                if (t->fingerprint_fields) {
-                        keyspec_fingerprint(t->fingerprint_fields, m->value, m->value_len, m->fingerprint);
-                } else {
-                        unsigned char md[SHA256_DIGEST_LENGTH];
-                        SHA256(m->value ? m->value : (const void *)"", m->value_len, md);
-                        for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
-                                snprintf(m->fingerprint + 2 * i, 3, "%02x", md[i]);
-                }
+                return;
         }
-        if (m->attempts >= t->retry_max_attempts)
+        struct keyspec_input in = {m->value, m->value_len, m->key, m->key_len, m->headers, m->header_cnt};
+        if (keyspec_derive(t->keyspec, &in, key, sizeof(key), why, sizeof(why))) {
+                if (!m->dlq_reason)
+                        set_reason(m, "key: %s", why);
+                return;
+        }
+        m->idem_key = strdup(key);
+        if (t->fingerprint_fields) {
+                keyspec_fingerprint(t->fingerprint_fields, m->value, m->value_len, m->fingerprint);
+        } else {
+                unsigned char md[SHA256_DIGEST_LENGTH];
+                SHA256(m->value ? m->value : (const void *)"", m->value_len, md);
+                for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
+                        snprintf(m->fingerprint + 2 * i, 3, "%02x", md[i]);
+        }
+}
+
+/* Derive key and fingerprint once per message; decide dead-lettering. */
+void pipeline_prepare(const struct topic_conf *t, struct pl_msg *m)
+{
+        if (!m->derived) {
+                m->derived = 1;
+                derive(t, m);
+        }
+        if (!m->dlq_reason && m->attempts >= t->retry_max_attempts)
                 set_reason(m, "handler returned RETRY %d times (retry.max_attempts)", m->attempts);
 }
 
@@ -319,6 +415,8 @@ size_t pipeline_committed(struct pipeline *pl, size_t topic_idx, const struct st
                 if (!ps)
                         continue;
                 ps->verified_next = prog[i].next_offset;
+                if (ps->counted_at >= 0 && ps->counted_at < prog[i].next_offset)
+                        ps->counted_at = -1;
                 if (ps->had_attempts) {
                         char aerr[256];
                         store_attempts_done(pl->store, pl->cfg->namespace, t->name, prog[i].partition,

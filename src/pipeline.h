@@ -33,6 +33,7 @@ struct pl_msg {
         char fingerprint[65];
         char stored_fingerprint[65]; /* set when a duplicate's fingerprint differs */
         char *dlq_reason;   /* set: the message goes to the dead-letter topic */
+        int derived;        /* the key was derived (or found underivable) */
         int dead_lettered;  /* the dead-letter write was acknowledged */
         int attempts;       /* handler RETRY results so far */
 };
@@ -92,10 +93,10 @@ const struct pl_stats *pipeline_stats(const struct pipeline *pl);
 /**
  * Crash-loop guard, before a batch is processed: counts, in the database,
  * each batch start this process did not itself reach by committing (a
- * restart after a crash starts there again). A range started more than
- * retry.max_crashes times is worked through one message at a time, and a
- * message that still crashes the process that often gets its dlq_reason.
- * Returns how many of msgs (a prefix) to process now.
+ * restart after a crash starts there again). A range that crashed once is
+ * worked through one message at a time, each alone; a message whose crashes
+ * (in batches, then alone, at least one alone) reach retry.max_crashes gets
+ * its dlq_reason. Returns how many of msgs (a prefix) to process now.
  */
 size_t pipeline_guard(struct pipeline *pl, size_t topic_idx, struct pl_msg *const *msgs, size_t n);
 
@@ -106,7 +107,11 @@ void pipeline_set_watchdog(struct pipeline *pl, struct watchdog *w);
 /** How many outbox rows committed batches wrote since the last call (the relay should run). */
 size_t pipeline_take_outbox(struct pipeline *pl);
 
-/** A partition was revoked: the next batch from it is guarded again. */
+/** A partition was revoked: the next batch from it is guarded again, and
+ *  this process's uncommitted start of it is not counted as a crash. */
 void pipeline_forget(struct pipeline *pl, size_t topic_idx, int32_t partition);
+
+/** A clean stop: no uncommitted start of this process counts as a crash. */
+void pipeline_stop(struct pipeline *pl);
 
 #endif
