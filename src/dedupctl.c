@@ -6,15 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "lint.h"
-#include "loader.h"
-#include "log.h"
-#include "replay.h"
-#include "retention.h"
-#include "topics.h"
-#include "store.h"
-#include "verify.h"
+#include "base/config.h"
+#include "base/lint.h"
+#include "core/loader.h"
+#include "base/log.h"
+#include "tools/replay.h"
+#include "core/retention.h"
+#include "tools/plan.h"
+#include "source/kafka/topics.h"
+#include "pg/audit.h"
+#include "pg/store.h"
+#include "pg/schema.h"
+#include "tools/verify.h"
 
 static void usage(FILE *fp)
 {
@@ -129,14 +132,13 @@ static int cmd_check(struct config *cfg)
         return 0;
 }
 
-static int connect_db(struct config *cfg, struct store *s)
+static struct store *connect_db(const struct config *cfg)
 {
         char err[1024];
-        if (store_connect(s, cfg->pg_conninfo, err, sizeof(err)) != STORE_OK) {
+        struct store *s = store_open(cfg->pg_conninfo, err, sizeof(err));
+        if (!s)
                 fprintf(stderr, "dedupctl: cannot connect to the database: %s\n", err);
-                return -1;
-        }
-        return 0;
+        return s;
 }
 
 static void print_result(PGresult *r)
@@ -150,37 +152,32 @@ static void print_result(PGresult *r)
 
 static int cmd_migrate(struct config *cfg)
 {
-        struct store s = {0};
+        struct store *s = connect_db(cfg);
         char err[1024];
         int applied, known;
-        if (connect_db(cfg, &s))
+        if (!s)
                 return 2;
-        if (store_migrate(&s, err, sizeof(err))) {
+        if (store_migrate(s, err, sizeof(err))) {
                 fprintf(stderr, "dedupctl: migration failed: %s\n", err);
-                store_close(&s);
+                store_free(s);
                 return 1;
         }
-        store_schema_version(&s, &applied, &known, err, sizeof(err));
-        printf("schema dedupd at version %d (of %d known)\n", applied, known);
-        store_close(&s);
+        if (store_schema_version(s, &applied, &known, err, sizeof(err)) == 0)
+                printf("schema dedupd at version %d (of %d known)\n", applied, known);
+        store_free(s);
         return 0;
 }
 
 static int cmd_inspect(struct config *cfg, const char *key)
 {
-        struct store s = {0};
-        const char *params[2] = {cfg->namespace, key};
+        struct store *s = connect_db(cfg);
+        PGresult *r = NULL;
+        char err[1024];
         int rc;
-        if (connect_db(cfg, &s))
+        if (!s)
                 return 2;
-        PGresult *r = PQexecParams(s.conn,
-                                   "SELECT namespace, idem_key, status, response, attempts, topic, partition,"
-                                   " \"offset\", encode(fingerprint, 'hex') AS fingerprint, created_at,"
-                                   " updated_at, expires_at, response_expires_at FROM dedupd.keys"
-                                   " WHERE namespace = $1 AND idem_key = $2",
-                                   2, NULL, params, NULL, NULL, 0);
-        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-                fprintf(stderr, "dedupctl: %s", PQerrorMessage(s.conn));
+        if (store_audit_key(s, cfg->namespace, key, &r, err, sizeof(err))) {
+                fprintf(stderr, "dedupctl: %s\n", err);
                 rc = 2;
         } else if (PQntuples(r) == 0) {
                 fprintf(stderr, "dedupctl: key '%s' not found in namespace %s\n", key, cfg->namespace);
@@ -192,43 +189,35 @@ static int cmd_inspect(struct config *cfg, const char *key)
                 rc = 0;
         }
         PQclear(r);
-        store_close(&s);
+        store_free(s);
         return rc;
 }
 
 static int cmd_stats(struct config *cfg)
 {
-        struct store s = {0};
-        const char *params[1] = {cfg->namespace};
+        struct store *s = connect_db(cfg);
+        PGresult *r = NULL;
+        char err[1024];
         int rc = 0;
-        if (connect_db(cfg, &s))
+        if (!s)
                 return 2;
-        PGresult *r = PQexecParams(s.conn,
-                                   "SELECT status, count(*) AS keys FROM dedupd.keys WHERE namespace = $1"
-                                   " GROUP BY status ORDER BY status",
-                                   1, NULL, params, NULL, NULL, 0);
-        if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+        if (store_audit_statuses(s, cfg->namespace, &r, err, sizeof(err)) == STORE_OK) {
                 printf("keys in namespace %s:\n", cfg->namespace);
                 print_result(r);
+                PQclear(r);
         } else {
-                fprintf(stderr, "dedupctl: %s", PQerrorMessage(s.conn));
+                fprintf(stderr, "dedupctl: %s\n", err);
                 rc = 2;
         }
-        PQclear(r);
-        r = PQexecParams(s.conn,
-                         "SELECT topic, partition, next_offset, consumed, applied, rejected, duplicates,"
-                         " dead_lettered, updated_at FROM dedupd.offsets WHERE namespace = $1"
-                         " ORDER BY topic, partition",
-                         1, NULL, params, NULL, NULL, 0);
-        if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+        if (store_audit_partitions(s, cfg->namespace, &r, err, sizeof(err)) == STORE_OK) {
                 printf("progress per partition:\n");
                 print_result(r);
+                PQclear(r);
         } else if (!rc) {
-                fprintf(stderr, "dedupctl: %s", PQerrorMessage(s.conn));
+                fprintf(stderr, "dedupctl: %s\n", err);
                 rc = 2;
         }
-        PQclear(r);
-        store_close(&s);
+        store_free(s);
         return rc;
 }
 
@@ -335,15 +324,15 @@ static int cmd_verify(struct config *cfg, const struct args *a)
 
 static int cmd_purge(struct config *cfg, int batch, int dry_run)
 {
-        struct store s = {0};
+        struct store *s = connect_db(cfg);
         struct purge_stats st;
         char err[1024], keep[64];
         int rc;
-        if (connect_db(cfg, &s))
+        if (!s)
                 return 2;
-        rc = dry_run ? retention_purge_count(&s, cfg, &st, err, sizeof(err))
-                     : retention_purge(&s, cfg, batch, &st, err, sizeof(err));
-        store_close(&s);
+        rc = dry_run ? retention_purge_count(s, cfg, &st, err, sizeof(err))
+                     : retention_purge(s, cfg, batch, &st, err, sizeof(err));
+        store_free(s);
         if (rc) {
                 fprintf(stderr, "dedupctl purge: %s\n", err);
                 return 1;
@@ -364,18 +353,18 @@ static int cmd_purge(struct config *cfg, int batch, int dry_run)
 
 static int cmd_plan(struct config *cfg, double rate)
 {
-        struct store s = {0};
         char err[1024];
         int rc = 0;
         /* Without the database the row size is estimated; the plan says so. */
-        if (store_connect(&s, cfg->pg_conninfo, err, sizeof(err)) != STORE_OK)
+        struct store *s = store_open(cfg->pg_conninfo, err, sizeof(err));
+        if (!s)
                 fprintf(stderr, "dedupctl plan: cannot connect to the database, so the row size is "
                                 "estimated: %s\n", err);
-        if (retention_plan(cfg, &s, rate, stdout, err, sizeof(err))) {
+        if (plan_print(cfg, s, rate, stdout, err, sizeof(err))) {
                 fprintf(stderr, "dedupctl plan: %s\n", err);
                 rc = 1;
         }
-        store_close(&s);
+        store_free(s);
         return rc;
 }
 

@@ -8,16 +8,18 @@
 
 #include <librdkafka/rdkafka.h>
 
-#include "config.h"
-#include "consumer.h"
-#include "lint.h"
-#include "producer.h"
-#include "log.h"
-#include "pipeline.h"
-#include "retention.h"
-#include "store.h"
-#include "topics.h"
-#include "watchdog.h"
+#include "base/config.h"
+#include "core/runner.h"
+#include "source/kafka/consumer.h"
+#include "base/lint.h"
+#include "source/kafka/producer.h"
+#include "base/log.h"
+#include "core/pipeline.h"
+#include "core/retention.h"
+#include "pg/store.h"
+#include "pg/schema.h"
+#include "source/kafka/topics.h"
+#include "core/watchdog.h"
 
 static volatile sig_atomic_t stop_requested;
 static int shutdown_timeout_s = 10;
@@ -70,10 +72,11 @@ int main(int argc, char **argv)
         const char *path = NULL, *level = NULL;
         struct config_errors errs = {0};
         struct config *cfg = NULL;
-        struct store store = {0};
+        struct store *store = NULL;
         struct producer *producer = NULL;
         struct pipeline *pl = NULL;
-        struct consumer *c = NULL;
+        struct runner *runner = NULL;
+        struct source *src = NULL;
         struct watchdog *wd = NULL;
         int64_t *dlq_max_bytes = NULL; /* per topic, what its dead-letter topic takes */
         char err[1024];
@@ -141,13 +144,14 @@ int main(int argc, char **argv)
          * not join the group before it can commit anything. */
         /* Longer than any batch may run (the watchdog ends those first) plus
          * a dead-letter write inside a transaction. */
-        store.idle_tx_timeout_ms = 30000;
+        int idle_tx_ms = 30000;
         for (size_t i = 0; i < cfg->topic_cnt; i++)
-                if (cfg->topics[i].batch_timeout_ms * 2 + 30000 > store.idle_tx_timeout_ms)
-                        store.idle_tx_timeout_ms = cfg->topics[i].batch_timeout_ms * 2 + 30000;
+                if (cfg->topics[i].batch_timeout_ms * 2 + 30000 > idle_tx_ms)
+                        idle_tx_ms = cfg->topics[i].batch_timeout_ms * 2 + 30000;
+        store = store_new(cfg->pg_conninfo, idle_tx_ms);
         int wait_ms = 200;
         struct log_ratelimit rl = {0};
-        while (store_connect(&store, cfg->pg_conninfo, err, sizeof(err)) != STORE_OK) {
+        while (store_connect(store, err, sizeof(err)) != STORE_OK) {
                 if (stop_requested)
                         goto out_ok;
                 if (log_ratelimit_ok(&rl, 1, 10000))
@@ -155,8 +159,8 @@ int main(int argc, char **argv)
                 usleep((useconds_t)wait_ms * 1000);
                 wait_ms = wait_ms * 2 > cfg->db_retry_max_ms ? cfg->db_retry_max_ms : wait_ms * 2;
         }
-        log_info("dedupd", "connected to PostgreSQL %s", store.target);
-        if (store_migrate(&store, err, sizeof(err))) {
+        log_info("dedupd", "connected to PostgreSQL %s", store_target(store));
+        if (store_migrate(store, err, sizeof(err))) {
                 log_error("dedupd", "schema migration failed: %s", err);
                 goto out;
         }
@@ -165,7 +169,7 @@ int main(int argc, char **argv)
                 log_error("dedupd", "Kafka producer: %s", err);
                 goto out;
         }
-        pl = pipeline_new(cfg, &store, (struct pl_dlq_ops){producer_dead_letter, producer}, err, sizeof(err));
+        pl = pipeline_new(cfg, store, producer_sink(producer), err, sizeof(err));
         if (!pl) {
                 log_error("dedupd", "%s", err);
                 rc = 2;
@@ -177,12 +181,13 @@ int main(int argc, char **argv)
                 goto out;
         }
         pipeline_set_watchdog(pl, wd);
-        c = consumer_new(cfg, &store, pl, producer, err, sizeof(err));
-        if (!c) {
+        runner = runner_new(cfg, store, pl, producer_sink(producer));
+        src = kafka_source_new(cfg, runner_events(runner), err, sizeof(err));
+        if (!src) {
                 log_error("dedupd", "Kafka consumer: %s", err);
                 goto out;
         }
-        if (consumer_run(c, &stop_requested, err, sizeof(err))) {
+        if (runner_run(runner, src, &stop_requested, err, sizeof(err))) {
                 log_error("dedupd", "%s", err);
                 goto out;
         }
@@ -190,11 +195,13 @@ out_ok:
         rc = 0;
         log_info("dedupd", "stopped cleanly");
 out:
-        consumer_free(c);
+        if (src)
+                src->ops->destroy(src);
+        runner_free(runner);
         watchdog_stop(wd);
         pipeline_free(pl);
         producer_free(producer);
-        store_close(&store);
+        store_free(store);
         config_free(cfg);
         free(dlq_max_bytes);
         return rc;

@@ -200,8 +200,7 @@ out:
 static void filesink_fini(void *state) { free(state); }
 
 static const struct dedupd_handler filesink = {
-        .abi_major = DEDUPD_HANDLER_ABI_MAJOR,
-        .size = sizeof(struct dedupd_handler),
+        DEDUPD_HANDLER_MAGIC,
         .name = "filesink",
         .flags = DEDUPD_HANDLER_F_CLEAN_REJECT, /* it never rejects */
         .init = filesink_init,

@@ -36,7 +36,9 @@ static int transfer_init(const struct dedupd_host *host, struct dedupd_init_ctx 
         PGconn *conn = host->init_conn(ictx);
         PGresult *r;
 
-        if (host->size < sizeof(struct dedupd_host)) {
+        /* Only what this handler calls must be there: a newer host has a
+         * larger table, an older one may lack appended fields. */
+        if (!DEDUPD_HOST_HAS(host, init_log) || !DEDUPD_HOST_HAS(host, set_response)) {
                 snprintf(errbuf, errsz, "host API table too small (%u bytes)", host->size);
                 return -1;
         }
@@ -52,6 +54,12 @@ static int transfer_init(const struct dedupd_host *host, struct dedupd_init_ctx 
                 goto seed;
         /* Two instances may start at once: serialise the DDL. */
         r = PQexec(conn, "BEGIN; SELECT pg_advisory_xact_lock(hashtext('transfer.setup'));");
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+                snprintf(errbuf, errsz, "locking for setup: %s", PQerrorMessage(conn));
+                PQclear(r);
+                PQclear(PQexec(conn, "ROLLBACK"));
+                return -1;
+        }
         PQclear(r);
         r = PQexec(conn, setup_sql);
         if (PQresultStatus(r) != PGRES_COMMAND_OK) {
@@ -253,8 +261,7 @@ out:
 static void transfer_fini(void *state) { free(state); }
 
 static const struct dedupd_handler transfer = {
-        .abi_major = DEDUPD_HANDLER_ABI_MAJOR,
-        .size = sizeof(struct dedupd_handler),
+        DEDUPD_HANDLER_MAGIC,
         .name = "transfer",
         /* It rejects only when its conditional UPDATE changed nothing. */
         .flags = DEDUPD_HANDLER_F_CLEAN_REJECT,
@@ -262,6 +269,9 @@ static const struct dedupd_handler transfer = {
         .handle = transfer_handle,
         .handle_batch = transfer_handle_batch,
         .fini = transfer_fini,
+        /* One ledger row per applied payment: dedupctl verify counts them. */
+        .evidence_table = "transfer_ledger",
+        .evidence_key_column = "idem_key",
 };
 
 DEDUPD_HANDLER_EXPORT(transfer)

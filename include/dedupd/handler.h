@@ -171,19 +171,41 @@ struct dedupd_handler {
 
         /** Optional. Called once at shutdown. */
         void (*fini)(void *state);
+
+        /* ---- appended in ABI 1: the host checks size before reading ---- */
+
+        /** Optional. Where this handler's effects can be counted, for
+         *  `dedupctl verify`: a table with one row per applied effect and a
+         *  column holding its idempotency key (msg->idem_key). verify then
+         *  names every key with two effects, every DONE key without one and
+         *  every FAILED key with one. NULL: verify checks keys, counters and
+         *  lag only. */
+        const char *evidence_table;
+        /** The key column of evidence_table; NULL: "idem_key". */
+        const char *evidence_key_column;
 };
+
+/** Fills the descriptor's ABI fields (PostgreSQL's PG_MODULE_MAGIC is the
+ *  model): begin every descriptor with it.
+ *
+ *     static const struct dedupd_handler h = {
+ *             DEDUPD_HANDLER_MAGIC,
+ *             .name = "transfer",
+ *             .handle = my_handle,
+ *     };
+ *     DEDUPD_HANDLER_EXPORT(h)
+ */
+#define DEDUPD_HANDLER_MAGIC .abi_major = DEDUPD_HANDLER_ABI_MAJOR, .size = sizeof(struct dedupd_handler)
+
+/** 1 when descriptor d has field `member` (a handler built against an older
+ *  header has a smaller descriptor): the host's side of appended fields. */
+#define DEDUPD_HANDLER_HAS(d, member)                                                          \
+        ((d)->size >= offsetof(struct dedupd_handler, member) + sizeof((d)->member))
 
 /** The exported function's type. */
 typedef const struct dedupd_handler *(*dedupd_handler_fn)(void);
 
-/**
- * Export a descriptor:
- *
- *     static const struct dedupd_handler h = {
- *             DEDUPD_HANDLER_ABI_MAJOR, sizeof(struct dedupd_handler),
- *             "transfer", 0, my_init, my_handle, NULL, my_fini };
- *     DEDUPD_HANDLER_EXPORT(h)
- */
+/** Export a descriptor (see DEDUPD_HANDLER_MAGIC). */
 #define DEDUPD_HANDLER_EXPORT(desc)                                            \
         __attribute__((visibility("default"))) const struct dedupd_handler *  \
         dedupd_handler_descriptor(void);                                       \

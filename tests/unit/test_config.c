@@ -6,8 +6,8 @@
 
 #include <librdkafka/rdkafka.h>
 
-#include "config.h"
-#include "keyspec.h"
+#include "base/config.h"
+#include "base/keyspec.h"
 #include "unit.h"
 
 #ifndef FIXTURE_CONFIG_DIR

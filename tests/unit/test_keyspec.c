@@ -6,7 +6,7 @@
 
 #include <openssl/sha.h>
 
-#include "keyspec.h"
+#include "base/keyspec.h"
 #include "unit.h"
 
 #define HDRS(a) (a), (sizeof(a) / sizeof((a)[0]))

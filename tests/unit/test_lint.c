@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lint.h"
+#include "base/lint.h"
 #include "unit.h"
 
 struct lint_case {

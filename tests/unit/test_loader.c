@@ -8,8 +8,8 @@
 
 #include <jansson.h>
 
-#include "config.h"
-#include "loader.h"
+#include "base/config.h"
+#include "core/loader.h"
 #include "unit.h"
 
 #include "fixture.h"

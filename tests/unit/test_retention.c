@@ -3,7 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "retention.h"
+#include "core/retention.h"
+#include "tools/plan.h"
 #include "unit.h"
 
 #define DAY 86400000LL

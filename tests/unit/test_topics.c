@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "topics.h"
+#include "source/kafka/topics.h"
 #include "unit.h"
 
 static int warned;

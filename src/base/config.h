@@ -1,0 +1,161 @@
+/* config: the YAML configuration, read with libyaml into a declarative table. */
+#ifndef DEDUPD_CONFIG_H
+#define DEDUPD_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "base/keyspec.h"
+
+/** A `kafka:` entry, passed verbatim to rd_kafka_conf_set(). */
+struct config_kv {
+        char *name;
+        char *value;
+        int line, col;
+};
+
+/** A retention class (design §8): keys expire at created_at + keep. */
+struct retention_class {
+        char *name;
+        int line, col;
+        int64_t keep_ms;
+        int64_t max_retry_ms;
+        int64_t clock_skew_ms;
+        int64_t replay_window_ms;
+        int64_t response_ttl_ms; /* 0: responses live as long as their key */
+        int allow_shorter_than_topic;
+};
+
+enum topic_mode { MODE_TRANSACTIONAL = 0, MODE_EXTERNAL = 1 };
+enum expired_policy { EXPIRED_DEAD_LETTER = 0, EXPIRED_SKIP, EXPIRED_REEXECUTE };
+enum mismatch_policy { MISMATCH_ABSORB = 0, MISMATCH_DEAD_LETTER };
+
+struct topic_conf {
+        char *name;
+        int line, col;
+
+        /* key: */
+        char *key_subject;
+        char *key_action;
+        char *key_request;
+        struct keyspec *keyspec; /* compiled from the three above */
+
+        /* handler: */
+        char *handler_path;
+        json_t *handler_config; /* the `config:` subtree, scalars as strings */
+
+        /* batch: */
+        int batch_max_messages;
+        int batch_max_wait_ms;
+        int batch_timeout_ms; /* watchdog: a batch running longer is aborted */
+
+        /* retry: */
+        int retry_max_attempts;
+        int retry_backoff_ms;
+        int retry_backoff_max_ms;
+        int retry_max_crashes; /* process crashes on one message before it is dead-lettered */
+
+        /* dead_letter: */
+        char *dlq_topic; /* default "<name>.dlq" */
+        int dlq_create;  /* create it at start when missing */
+
+        int max_payload_bytes;
+
+        /* mode: transactional (default) or external (design §6) */
+        char *mode_name;
+        enum topic_mode mode;
+        /* external: */
+        int64_t lease_ms;
+        int64_t expire_grace_ms;
+        char *on_expired_name;
+        enum expired_policy on_expired;
+
+        /* fingerprint: */
+        json_t *fingerprint_fields; /* list of JSON paths; NULL: the whole payload */
+        char *on_mismatch_name;
+        enum mismatch_policy on_mismatch;
+
+        /* reply: a duplicate's stored first response goes back to the reply topic */
+        char *reply_header;       /* "" disables replies */
+        char *correlation_header;
+
+        /* retention: */
+        char *retention_name;
+        const struct retention_class *retention; /* NULL: keys never expire */
+};
+
+struct config {
+        char *path;
+        char *namespace;
+        char *pg_conninfo;
+        char *log_level;
+        int shutdown_timeout_ms;
+        int db_retry_max_ms;
+
+        struct config_kv *kafka;
+        size_t kafka_cnt;
+
+        struct topic_conf *topics;
+        size_t topic_cnt;
+
+        struct retention_class *classes;
+        size_t class_cnt;
+
+        /* purge: */
+        int purge_interval_ms;
+        int purge_batch;
+        /* outbox: */
+        int outbox_interval_ms;
+        int outbox_batch;
+};
+
+/** "1d 2h 3m 4s 5ms" (the largest units only) into buf. */
+const char *config_format_duration(int64_t ms, char *buf, size_t bufsz);
+/** "30s", "5m", "48h", "7d", "250ms", or plain milliseconds; -1 when invalid. */
+int64_t config_parse_duration(const char *s);
+
+/** Collected problems, each formatted "file:line:column: message". */
+struct config_errors {
+        char **msgs;
+        size_t cnt;
+        long *pos; /* line * 100000 + column of each, for ordering */
+};
+
+void config_errors_add(struct config_errors *errs, const char *file, int line, int col,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void config_errors_clear(struct config_errors *errs);
+
+/**
+ * Read and validate a config file. Returns the config, or NULL with every
+ * problem found in errs (unknown keys, wrong types, missing required
+ * values, unset ${VARS}, bad key templates, bad kafka properties).
+ */
+struct config *config_load(const char *path, struct config_errors *errs)
+        __attribute__((warn_unused_result));
+
+/** Same, from a string (for tests); name is used in messages. */
+struct config *config_load_string(const char *name, const char *yaml,
+                                  struct config_errors *errs)
+        __attribute__((warn_unused_result));
+
+void config_free(struct config *cfg);
+
+/** Find a topic's config by name, or NULL. */
+struct topic_conf *config_topic(const struct config *cfg, const char *name);
+
+/** Scalar from a handler config subtree by dotted path, or NULL. */
+const char *config_tree_get(const json_t *tree, const char *path);
+
+/** Print the reference of every key (name, type, default, description). */
+void config_print_reference(FILE *fp);
+
+/**
+ * Expand ${NAME} and ${NAME:-default} in s. Returns a malloc'd string, or
+ * NULL with a message in err (unset variable without default, bad syntax).
+ */
+char *config_interpolate(const char *s, char *err, size_t errsz);
+
+#endif

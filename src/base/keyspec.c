@@ -1,0 +1,590 @@
+/* keyspec: the business idempotency key — templates compiled once, derived per message. */
+#include "base/keyspec.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+
+enum part_kind { PART_LITERAL, PART_JSON, PART_HEADER, PART_KEY };
+
+/* A JSON path step: an object member or an array index. */
+struct path_step {
+        char *member; /* NULL for an index */
+        size_t index;
+};
+
+struct part {
+        enum part_kind kind;
+        char *text; /* literal text, header name, or the JSON path as written */
+        struct path_step *steps;
+        size_t step_cnt;
+};
+
+struct tmpl {
+        struct part *parts;
+        size_t cnt;
+};
+
+struct keyspec {
+        struct tmpl t[3]; /* subject, action, request */
+        int has_request;
+        int needs_json;
+};
+
+static const char *const part_names[3] = {"subject", "action", "request"};
+
+static void tmpl_free(struct tmpl *t)
+{
+        for (size_t i = 0; i < t->cnt; i++) {
+                free(t->parts[i].text);
+                for (size_t j = 0; j < t->parts[i].step_cnt; j++)
+                        free(t->parts[i].steps[j].member);
+                free(t->parts[i].steps);
+        }
+        free(t->parts);
+        t->parts = NULL;
+        t->cnt = 0;
+}
+
+static void seterr(char *err, size_t errsz, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static void seterr(char *err, size_t errsz, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errsz, fmt, ap);
+        va_end(ap);
+}
+
+/* Parse "a.b[0].c" into steps. */
+static int path_parse(const char *path, struct part *p, char *err, size_t errsz)
+{
+        const char *s = path;
+
+        if (!*s) {
+                seterr(err, errsz, "empty JSON path in {json:}");
+                return -1;
+        }
+        while (*s) {
+                struct path_step st = {0};
+                if (*s == '[') {
+                        char *end;
+                        if (s[1] < '0' || s[1] > '9') {
+                                seterr(err, errsz, "JSON path '%s': expected an index after '['", path);
+                                return -1;
+                        }
+                        st.index = strtoul(s + 1, &end, 10);
+                        if (*end != ']') {
+                                seterr(err, errsz, "JSON path '%s': missing ']'", path);
+                                return -1;
+                        }
+                        s = end + 1;
+                } else {
+                        size_t n = strcspn(s, ".[");
+                        if (n == 0) {
+                                seterr(err, errsz, "JSON path '%s': empty member name", path);
+                                return -1;
+                        }
+                        st.member = strndup(s, n);
+                        s += n;
+                }
+                struct path_step *ns = realloc(p->steps, (p->step_cnt + 1) * sizeof(*ns));
+                if (!ns) {
+                        free(st.member);
+                        seterr(err, errsz, "out of memory");
+                        return -1;
+                }
+                p->steps = ns;
+                p->steps[p->step_cnt++] = st;
+                if (*s == '.') {
+                        s++;
+                        if (!*s || *s == '.' || *s == '[') {
+                                seterr(err, errsz, "JSON path '%s': empty member name", path);
+                                return -1;
+                        }
+                }
+        }
+        return 0;
+}
+
+static int tmpl_add(struct tmpl *t, struct part p, char *err, size_t errsz)
+{
+        struct part *np = realloc(t->parts, (t->cnt + 1) * sizeof(*np));
+        if (!np) {
+                seterr(err, errsz, "out of memory");
+                return -1;
+        }
+        t->parts = np;
+        t->parts[t->cnt++] = p;
+        return 0;
+}
+
+/* Sources that change on every delivery or are made up by the consumer:
+ * a key built from them deduplicates nothing. */
+static const char *const refused_sources[] = {
+        "offset", "partition", "timestamp", "time", "now", "uuid", "random", "topic",
+};
+
+static int tmpl_compile(struct tmpl *t, const char *s, char *err, size_t errsz)
+{
+        size_t len = strlen(s);
+        if (len > KEYSPEC_MAX_TEMPLATE_LEN) {
+                seterr(err, errsz, "key template is %zu bytes; at most %d are allowed", len,
+                       KEYSPEC_MAX_TEMPLATE_LEN);
+                return -1;
+        }
+        while (*s) {
+                if (t->cnt == KEYSPEC_MAX_PARTS) {
+                        seterr(err, errsz, "key template has more than %d parts (sources and literals)",
+                               KEYSPEC_MAX_PARTS);
+                        return -1;
+                }
+                struct part p = {0};
+                if (*s == '{') {
+                        const char *end = strchr(s, '}');
+                        if (!end) {
+                                seterr(err, errsz, "unterminated '{' in key template");
+                                return -1;
+                        }
+                        char *ref = strndup(s + 1, (size_t)(end - s - 1));
+                        if (!ref) {
+                                seterr(err, errsz, "out of memory");
+                                return -1;
+                        }
+                        if (!strncmp(ref, "json:", 5)) {
+                                p.kind = PART_JSON;
+                                p.text = strdup(ref + 5);
+                                if (path_parse(ref + 5, &p, err, errsz)) {
+                                        free(ref);
+                                        free(p.text);
+                                        for (size_t j = 0; j < p.step_cnt; j++)
+                                                free(p.steps[j].member);
+                                        free(p.steps);
+                                        return -1;
+                                }
+                        } else if (!strncmp(ref, "header:", 7)) {
+                                if (!ref[7]) {
+                                        seterr(err, errsz, "{header:} needs a header name");
+                                        free(ref);
+                                        return -1;
+                                }
+                                p.kind = PART_HEADER;
+                                p.text = strdup(ref + 7);
+                        } else if (!strcmp(ref, "key")) {
+                                p.kind = PART_KEY;
+                        } else {
+                                for (size_t i = 0; i < sizeof(refused_sources) / sizeof(*refused_sources); i++) {
+                                        if (!strcmp(ref, refused_sources[i])) {
+                                                seterr(err, errsz,
+                                                       "{%s} is refused: it differs on every delivery or is "
+                                                       "generated by the consumer, so a key built from it "
+                                                       "deduplicates nothing; use a business field "
+                                                       "({json:...}, {header:...} or {key})",
+                                                       ref);
+                                                free(ref);
+                                                return -1;
+                                        }
+                                }
+                                seterr(err, errsz,
+                                       "unknown key source '{%.64s%s}' (expected {json:PATH}, {header:NAME} or {key})",
+                                       ref, strlen(ref) > 64 ? "..." : "");
+                                free(ref);
+                                return -1;
+                        }
+                        free(ref);
+                        s = end + 1;
+                } else {
+                        size_t n = strcspn(s, "{");
+                        p.kind = PART_LITERAL;
+                        p.text = strndup(s, n);
+                        s += n;
+                }
+                if (tmpl_add(t, p, err, errsz)) {
+                        free(p.text);
+                        return -1;
+                }
+        }
+        return 0;
+}
+
+int keyspec_template_check(const char *tmpl, char *err, size_t errsz)
+{
+        struct tmpl t = {0};
+        int rc = tmpl_compile(&t, tmpl, err, errsz);
+        tmpl_free(&t);
+        return rc;
+}
+
+void keyspec_free(struct keyspec *ks)
+{
+        if (!ks)
+                return;
+        for (int i = 0; i < 3; i++)
+                tmpl_free(&ks->t[i]);
+        free(ks);
+}
+
+struct keyspec *keyspec_compile(const char *subject, const char *action, const char *request,
+                                char *err, size_t errsz)
+{
+        const char *src[3] = {subject, action, request};
+        struct keyspec *ks = calloc(1, sizeof(*ks));
+
+        if (!ks) {
+                seterr(err, errsz, "out of memory");
+                return NULL;
+        }
+        for (int i = 0; i < 3; i++) {
+                char sub[256];
+                if (!src[i])
+                        continue;
+                if (!*src[i]) {
+                        seterr(err, errsz, "key %s is empty", part_names[i]);
+                        goto error;
+                }
+                if (tmpl_compile(&ks->t[i], src[i], sub, sizeof(sub))) {
+                        seterr(err, errsz, "key %s: %s", part_names[i], sub);
+                        goto error;
+                }
+                for (size_t j = 0; j < ks->t[i].cnt; j++)
+                        if (ks->t[i].parts[j].kind == PART_JSON)
+                                ks->needs_json = 1;
+        }
+        if (!subject) {
+                seterr(err, errsz, "key subject is required");
+                goto error;
+        }
+        ks->has_request = request != NULL;
+        return ks;
+error:
+        keyspec_free(ks);
+        return NULL;
+}
+
+int keyspec_needs_json(const struct keyspec *ks) { return ks->needs_json; }
+
+/* Growing output buffer. */
+struct buf {
+        char *p;
+        size_t len, cap;
+};
+
+static int buf_add(struct buf *b, const void *data, size_t n)
+{
+        if (b->len + n + 1 > b->cap) {
+                size_t cap = b->cap ? b->cap * 2 : 128;
+                while (cap < b->len + n + 1)
+                        cap *= 2;
+                char *np = realloc(b->p, cap);
+                if (!np)
+                        return -1;
+                b->p = np;
+                b->cap = cap;
+        }
+        memcpy(b->p + b->len, data, n);
+        b->len += n;
+        b->p[b->len] = '\0';
+        return 0;
+}
+
+/* Strict UTF-8 check (no overlongs, no surrogates) and no NUL bytes: keys
+ * are stored as PostgreSQL text. */
+static int utf8_valid(const unsigned char *s, size_t n)
+{
+        size_t i = 0;
+        while (i < n) {
+                unsigned c = s[i];
+                size_t len;
+                uint32_t cp;
+                if (c == 0)
+                        return 0;
+                if (c < 0x80) {
+                        i++;
+                        continue;
+                } else if ((c & 0xE0) == 0xC0) {
+                        len = 2;
+                        cp = c & 0x1F;
+                } else if ((c & 0xF0) == 0xE0) {
+                        len = 3;
+                        cp = c & 0x0F;
+                } else if ((c & 0xF8) == 0xF0) {
+                        len = 4;
+                        cp = c & 0x07;
+                } else {
+                        return 0;
+                }
+                if (i + len > n)
+                        return 0;
+                for (size_t k = 1; k < len; k++) {
+                        if ((s[i + k] & 0xC0) != 0x80)
+                                return 0;
+                        cp = (cp << 6) | (s[i + k] & 0x3F);
+                }
+                if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
+                    (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+                    (cp >= 0xD800 && cp <= 0xDFFF))
+                        return 0;
+                i += len;
+        }
+        return 1;
+}
+
+/* Values from the message are percent-encoded for '/' and '%', so the '/'
+ * between subject, action and request can never be forged by a value:
+ * subject "a/PAY/b" + request "c" and subject "a" + request "b/PAY/c"
+ * stay two different keys. */
+static int buf_add_value(struct buf *b, const char *s, size_t n)
+{
+        size_t start = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] != '/' && s[i] != '%')
+                        continue;
+                if (buf_add(b, s + start, i - start) || buf_add(b, s[i] == '/' ? "%2F" : "%25", 3))
+                        return -1;
+                start = i + 1;
+        }
+        return buf_add(b, s + start, n - start);
+}
+
+static int append_json(const struct part *p, json_t *root, struct buf *b, char *err,
+                       size_t errsz)
+{
+        json_t *v = root;
+        char num[64];
+
+        for (size_t i = 0; i < p->step_cnt; i++) {
+                const struct path_step *st = &p->steps[i];
+                if (st->member) {
+                        if (!json_is_object(v)) {
+                                seterr(err, errsz, "json field '%s': '%s' is not inside an object",
+                                       p->text, st->member);
+                                return -1;
+                        }
+                        v = json_object_get(v, st->member);
+                } else {
+                        if (!json_is_array(v)) {
+                                seterr(err, errsz, "json field '%s': [%zu] applied to a non-array",
+                                       p->text, st->index);
+                                return -1;
+                        }
+                        v = json_array_get(v, st->index);
+                }
+                if (!v) {
+                        seterr(err, errsz, "json field '%s' is missing", p->text);
+                        return -1;
+                }
+        }
+        switch (json_typeof(v)) {
+        case JSON_STRING:
+                if (json_string_length(v) == 0) {
+                        seterr(err, errsz, "json field '%s' is empty", p->text);
+                        return -1;
+                }
+                if (memchr(json_string_value(v), '\0', json_string_length(v))) {
+                        seterr(err, errsz, "json field '%s' contains a NUL character", p->text);
+                        return -1;
+                }
+                return buf_add_value(b, json_string_value(v), json_string_length(v));
+        case JSON_INTEGER:
+                snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+                return buf_add(b, num, strlen(num));
+        case JSON_REAL:
+                /* The parser keeps a double, not the numeral: 9007199254740993.0
+                 * and 9007199254740992.0 would become one key. */
+                seterr(err, errsz,
+                       "json field '%s' is a number with a fraction or an exponent: a key must not "
+                       "depend on floating-point rounding (two different numbers can round to one "
+                       "key); send it as a string or as an integer",
+                       p->text);
+                return -1;
+        case JSON_TRUE:
+                return buf_add(b, "true", 4);
+        case JSON_FALSE:
+                return buf_add(b, "false", 5);
+        case JSON_NULL:
+                seterr(err, errsz, "json field '%s' is null", p->text);
+                return -1;
+        default:
+                seterr(err, errsz, "json field '%s' is an object or array, not a scalar", p->text);
+                return -1;
+        }
+}
+
+static int append_bytes(const char *what, const void *data, size_t len, struct buf *b,
+                        char *err, size_t errsz)
+{
+        if (!data || len == 0) {
+                seterr(err, errsz, "%s is missing or empty", what);
+                return -1;
+        }
+        if (!utf8_valid(data, len)) {
+                seterr(err, errsz, "%s is not valid UTF-8 text", what);
+                return -1;
+        }
+        return buf_add_value(b, data, len);
+}
+
+static int tmpl_render(const struct tmpl *t, const struct keyspec_input *in, json_t *root,
+                       struct buf *b, char *err, size_t errsz)
+{
+        for (size_t i = 0; i < t->cnt; i++) {
+                const struct part *p = &t->parts[i];
+                char what[300];
+                int rc = 0;
+                switch (p->kind) {
+                case PART_LITERAL:
+                        rc = buf_add(b, p->text, strlen(p->text));
+                        break;
+                case PART_JSON:
+                        rc = append_json(p, root, b, err, errsz);
+                        break;
+                case PART_KEY:
+                        rc = append_bytes("Kafka message key", in->key, in->key_len, b, err, errsz);
+                        break;
+                case PART_HEADER: {
+                        const struct dedupd_header *h = NULL;
+                        /* The last header of a name wins, as in Kafka's lastHeader(). */
+                        for (size_t k = 0; k < in->header_cnt; k++)
+                                if (!strcmp(in->headers[k].name, p->text))
+                                        h = &in->headers[k];
+                        snprintf(what, sizeof(what), "header '%s'", p->text);
+                        rc = append_bytes(what, h ? h->value : NULL, h ? h->value_len : 0, b, err,
+                                          errsz);
+                        break;
+                }
+                }
+                if (rc)
+                        return -1;
+        }
+        return 0;
+}
+
+int keyspec_derive(const struct keyspec *ks, const struct keyspec_input *in, char *out,
+                   size_t outsz, char *err, size_t errsz)
+{
+        json_t *root = NULL;
+        struct buf b = {0};
+        int rc = -1;
+
+        if (errsz)
+                err[0] = '\0';
+        if (ks->needs_json) {
+                json_error_t jerr;
+                if (!in->value || in->value_len == 0) {
+                        seterr(err, errsz, "payload is empty (tombstone?), no JSON to read the key from");
+                        return -1;
+                }
+                /* A member given twice is read differently by different
+                 * parsers (first or last wins): two readings, two keys. */
+                root = json_loadb(in->value, in->value_len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES,
+                                  &jerr);
+                if (!root && json_error_code(&jerr) == json_error_numeric_overflow) {
+                        seterr(err, errsz,
+                               "payload has an integer beyond 64 bits at byte %d: it cannot be read "
+                               "exactly; send such numbers as strings",
+                               jerr.position);
+                        return -1;
+                }
+                if (!root && json_error_code(&jerr) == json_error_duplicate_key) {
+                        seterr(err, errsz,
+                               "payload is ambiguous: %s at byte %d (parsers disagree on which value "
+                               "counts)",
+                               jerr.text, jerr.position);
+                        return -1;
+                }
+                if (!root) {
+                        seterr(err, errsz, "payload is not valid JSON: %s at byte %d", jerr.text,
+                               jerr.position);
+                        return -1;
+                }
+        }
+        for (int i = 0; i < 3; i++) {
+                if (i == 2 && !ks->has_request)
+                        break;
+                if (i == 1 && ks->t[1].cnt == 0)
+                        continue; /* no action configured */
+                if (i > 0 && buf_add(&b, "/", 1))
+                        goto out;
+                size_t before = b.len;
+                if (tmpl_render(&ks->t[i], in, root, &b, err, errsz))
+                        goto out;
+                if (b.len == before) {
+                        seterr(err, errsz, "key %s is empty", part_names[i]);
+                        goto out;
+                }
+        }
+        if (b.len > KEYSPEC_MAX_KEY_LEN || b.len >= outsz) {
+                unsigned char md[SHA256_DIGEST_LENGTH];
+                if (outsz < 7 + 2 * SHA256_DIGEST_LENGTH + 1) {
+                        seterr(err, errsz, "key buffer too small");
+                        goto out;
+                }
+                SHA256((const unsigned char *)b.p, b.len, md);
+                memcpy(out, "sha256:", 7);
+                for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
+                        snprintf(out + 7 + 2 * i, 3, "%02x", md[i]);
+        } else {
+                memcpy(out, b.p, b.len + 1);
+        }
+        rc = 0;
+out:
+        if (rc && !err[0])
+                seterr(err, errsz, "out of memory");
+        free(b.p);
+        json_decref(root);
+        return rc;
+}
+
+void keyspec_fingerprint(const json_t *paths, const void *value, size_t len, char out[65])
+{
+        unsigned char md[SHA256_DIGEST_LENGTH];
+        json_error_t jerr;
+        json_t *root = value && len ? json_loadb(value, len, JSON_DECODE_ANY, &jerr) : NULL;
+        EVP_MD_CTX *sha = EVP_MD_CTX_new();
+        size_t i;
+        json_t *p;
+
+        if (!sha) {
+                memset(out, '0', 64);
+                out[64] = '\0';
+                json_decref(root);
+                return;
+        }
+        EVP_DigestInit_ex(sha, EVP_sha256(), NULL);
+        if (!root) {
+                EVP_DigestUpdate(sha, value ? value : "", len);
+        } else {
+                json_array_foreach(paths, i, p) {
+                        struct part part = {0};
+                        char err[128];
+                        json_t *v = root;
+                        if (i > 0)
+                                EVP_DigestUpdate(sha, "\x1f", 1);
+                        if (json_is_string(p) && !path_parse(json_string_value(p), &part, err, sizeof(err))) {
+                                for (size_t k = 0; k < part.step_cnt && v; k++)
+                                        v = part.steps[k].member
+                                                    ? (json_is_object(v) ? json_object_get(v, part.steps[k].member) : NULL)
+                                                    : json_array_get(v, part.steps[k].index);
+                        } else {
+                                v = NULL;
+                        }
+                        for (size_t k = 0; k < part.step_cnt; k++)
+                                free(part.steps[k].member);
+                        free(part.steps);
+                        char *enc = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+                        EVP_DigestUpdate(sha, enc ? enc : "null", enc ? strlen(enc) : 4);
+                        free(enc);
+                }
+                json_decref(root);
+        }
+        EVP_DigestFinal_ex(sha, md, NULL);
+        EVP_MD_CTX_free(sha);
+        for (int k = 0; k < SHA256_DIGEST_LENGTH; k++)
+                snprintf(out + 2 * k, 3, "%02x", md[k]);
+}

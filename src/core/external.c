@@ -1,0 +1,480 @@
+/* external: external-effect mode (design §6) — claim PENDING with a lease, run the effect, finish fenced by owner; the reaper. */
+#include "core/external.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/fault.h"
+#include "core/host.h"
+#include "base/log.h"
+#include "core/batch.h"
+#include "core/steps.h"
+#include "pg/store_external.h"
+#include "core/watchdog.h"
+#include "pg/offsets.h"
+
+#define REAP_INTERVAL_MS 5000
+#define REAP_BATCH 500
+#define REAP_MAX_ROUNDS 20 /* per topic and tick: a backlog is worked off over several ticks */
+
+#define IN_DOUBT_REASON "in doubt: EXPIRED key, effect may or may not have happened; reconcile"
+
+
+/* One daemon, one consumer loop: process-wide state is enough. */
+static struct {
+        char owner[320];
+        int reaped_once;
+        int64_t last_reap_ms;
+        struct log_ratelimit rl_reap;
+        struct external_stats stats;
+} ext;
+
+const char *external_owner(void)
+{
+        if (!ext.owner[0]) {
+                char host[256];
+                unsigned char rnd[4];
+                if (gethostname(host, sizeof(host)) != 0)
+                        snprintf(host, sizeof(host), "unknown");
+                host[sizeof(host) - 1] = '\0';
+                if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+                        /* Only the pid is then left to tell restarts apart; add the time. */
+                        uint32_t x = (uint32_t)time(NULL) ^ (uint32_t)log_now_ms();
+                        memcpy(rnd, &x, sizeof(rnd));
+                }
+                snprintf(ext.owner, sizeof(ext.owner), "%s:%ld:%02x%02x%02x%02x", host, (long)getpid(),
+                         rnd[0], rnd[1], rnd[2], rnd[3]);
+        }
+        return ext.owner;
+}
+
+const struct external_stats *external_stats(void) { return &ext.stats; }
+
+static enum pl_rc db_fail(enum store_rc rc) { return rc == STORE_CONN ? PL_DB_DOWN : PL_RETRY; }
+
+
+/* Run the handler on a key this process owns, then finish it. */
+static enum pl_rc ext_run(struct pl_topic *pt, struct pl_msg *m, const char *mctx, int attempt,
+                          enum item_state *out, char *err, size_t errsz)
+{
+        const struct topic_conf *t = pt->t;
+        struct handler *h = pt->handler;
+        const struct dedupd_handler *d = h->desc;
+        struct store *s = pt->store;
+        const char *ns = pt->cfg->namespace, *me = external_owner();
+        PGconn *conn = store_conn(s);
+        enum pl_rc ret = PL_OK;
+        enum store_rc rc;
+        dedupd_result_t r;
+
+        fault_point("after_claim");
+        /* The handler gets dedupd's connection in autocommit: for reads and
+         * its own bookkeeping, committed statement by statement. */
+        struct dedupd_ctx ctx = {.conn = conn, .idem_key = m->idem_key, .log_prefix = h->log_prefix};
+        struct dedupd_msg dm = {m->topic,     m->partition, m->offset,  m->timestamp_ms,
+                                m->key,       m->key_len,   m->value,   m->value_len,
+                                m->headers,   m->header_cnt, m->idem_key};
+        if (d->handle) {
+                r = d->handle(h->state, &ctx, &dm);
+        } else {
+                struct dedupd_ctx *cp = &ctx;
+                const struct dedupd_msg *mp = &dm;
+                dedupd_result_t one = DEDUPD_RETRY;
+                r = d->handle_batch(h->state, &cp, &mp, 1, &one);
+                if (r == DEDUPD_OK)
+                        r = one;
+        }
+        fault_point("in_handler");
+
+        if (PQstatus(conn) != CONNECTION_OK) {
+                /* The lease stays; after reconnecting this process finds its
+                 * own row and resumes it (the handler runs again, with the key). */
+                snprintf(err, errsz, "database connection lost in the handler of key %s", m->idem_key);
+                ret = PL_DB_DOWN;
+                goto out;
+        }
+        int in_txn = PQtransactionStatus(conn) != PQTRANS_IDLE;
+        if (in_txn)
+                store_rollback(s);
+        if ((r == DEDUPD_OK || r == DEDUPD_REJECT) && !in_txn) {
+                const char *status = r == DEDUPD_OK ? "DONE" : "FAILED";
+                const char *resp = ctx.response ? ctx.response : r == DEDUPD_REJECT ? "rejected" : NULL;
+                int finished;
+                if ((rc = store_ext_finish(s, ns, m->idem_key, me, status, resp, &finished, err, errsz))) {
+                        ret = db_fail(rc);
+                        goto out;
+                }
+                if (finished) {
+                        *out = r == DEDUPD_OK ? ITEM_APPLIED : ITEM_REJECTED;
+                        if (r == DEDUPD_REJECT)
+                                log_info(mctx, "key %s rejected: %s", m->idem_key, resp);
+                        else if (attempt > 1)
+                                log_info(mctx, "offset %lld: key %s finished %s on attempt %d: %s",
+                                         (long long)m->offset, m->idem_key, status, attempt,
+                                         resp ? resp : "(no response)");
+                        goto out;
+                }
+                /* Fenced: someone took the key while the effect ran here. */
+                struct store_ext_row row;
+                int found = 0;
+                char rerr[256];
+                if (store_ext_read(s, ns, m->idem_key, &row, &found, rerr, sizeof(rerr)))
+                        found = 0;
+                ext.stats.lost_leases++;
+                log_error(mctx,
+                          "offset %lld: key %s: lost lease — another owner took the key while the "
+                          "effect ran here (now %s, owner %s, attempt %d); this attempt's outcome (%s) "
+                          "is not recorded and the row is left as it is; the effect may have happened "
+                          "twice unless the downstream dedups by the key (%" PRIu64 " lost since start)",
+                          (long long)m->offset, m->idem_key, found ? row.status : "gone",
+                          found && row.owner[0] ? row.owner : "none", found ? row.attempts : 0, status,
+                          ext.stats.lost_leases);
+                *out = ITEM_LOST;
+                goto out;
+        }
+
+        m->attempts++;
+        if (in_txn)
+                snprintf(err, errsz,
+                         "handler left a transaction open on the autocommit connection for key %s; "
+                         "rolled back, treated as RETRY",
+                         m->idem_key);
+        else if (r != DEDUPD_RETRY)
+                snprintf(err, errsz, "handler returned unknown result %d for key %s", (int)r, m->idem_key);
+        else
+                snprintf(err, errsz, "handler asked to retry key %s", m->idem_key);
+        log_warn(mctx, "offset %lld: %s (attempt %d of %d)", (long long)m->offset, err, m->attempts,
+                 t->retry_max_attempts);
+        /* Give the lease up so the retry (here or anywhere) may take over at once. */
+        char rerr[256];
+        if ((rc = store_ext_release(s, ns, m->idem_key, me, rerr, sizeof(rerr))) == STORE_CONN) {
+                ret = PL_DB_DOWN;
+                goto out;
+        }
+        ret = PL_RETRY;
+out:
+        host_ctx_reset(&ctx);
+        return ret;
+}
+
+/* An EXPIRED key met with on_expired: dead-letter. */
+static enum pl_rc ext_dead_letter_expired(struct pl_topic *pt, struct pl_msg *m, const char *mctx,
+                                          enum item_state *out, char *err, size_t errsz)
+{
+        struct pl_msg *one[1] = {m};
+        free(m->dlq_reason);
+        if (!(m->dlq_reason = strdup(IN_DOUBT_REASON)))
+                abort();
+        if (step_dead_letter(pt, one, 1, err, errsz))
+                return PL_DLQ_FAILED; /* dlq_reason stays: the retry dead-letters it first */
+        ext.stats.expired_dead_lettered++;
+        log_warn(mctx, "offset %lld: key %s is EXPIRED (in doubt): dead-lettered to %s for "
+                       "reconciliation (on_expired: dead-letter)",
+                 (long long)m->offset, m->idem_key, pt->t->dlq_topic);
+        *out = ITEM_DEAD_LETTER;
+        return PL_OK;
+}
+
+/* A duplicate whose payload differs from the first one's: a key-design or
+ * client bug, handled by fingerprint.on_mismatch as in transactional mode. */
+static enum pl_rc ext_mismatch(struct pl_topic *pt, struct pl_msg *m, const struct store_ext_row *row,
+                               enum item_state *out, int *mismatch, char *err, size_t errsz)
+{
+        struct pl_msg *one[1] = {m};
+        enum mismatch_verdict v = step_mismatch(pt, m, row->fingerprint);
+        *mismatch = v != MISMATCH_NONE;
+        *out = ITEM_KNOWN;
+        if (v != MISMATCH_LETTER)
+                return PL_OK;
+        if (step_dead_letter(pt, one, 1, err, errsz))
+                return PL_DLQ_FAILED; /* dlq_reason stays: the retry dead-letters it first */
+        *out = ITEM_DEAD_LETTER;
+        return PL_OK;
+}
+
+/* A key that is EXPIRED (in doubt): on_expired decides. */
+static enum pl_rc ext_expired(struct pl_topic *pt, struct pl_msg *m, const char *mctx, enum item_state *out,
+                              char *err, size_t errsz)
+{
+        int attempts;
+        enum store_rc rc;
+        switch (pt->t->on_expired) {
+        case EXPIRED_DEAD_LETTER:
+                return ext_dead_letter_expired(pt, m, mctx, out, err, errsz);
+        case EXPIRED_SKIP:
+                ext.stats.expired_skipped++;
+                log_warn(mctx, "offset %lld: key %s is EXPIRED (in doubt): acknowledged without running the "
+                               "handler (on_expired: skip)",
+                         (long long)m->offset, m->idem_key);
+                *out = ITEM_SKIPPED;
+                return PL_OK;
+        case EXPIRED_REEXECUTE:
+                break;
+        }
+        if ((rc = store_ext_take_over(pt->store, pt->cfg->namespace, m->idem_key, external_owner(), pt->t->lease_ms,
+                                      1, &attempts, err, errsz)))
+                return db_fail(rc);
+        if (!attempts) {
+                snprintf(err, errsz, "offset %lld: key %s was EXPIRED and another instance re-executes it: backing off",
+                         (long long)m->offset, m->idem_key);
+                return PL_RETRY;
+        }
+        ext.stats.expired_reexecuted++;
+        log_warn(mctx, "offset %lld: key %s was EXPIRED (in doubt): re-executing (on_expired: reexecute), attempt %d",
+                 (long long)m->offset, m->idem_key, attempts);
+        return ext_run(pt, m, mctx, attempts, out, err, errsz);
+}
+
+/* A key that is PENDING: wait for a live lease, take over one that ran out. */
+static enum pl_rc ext_pending(struct pl_topic *pt, struct pl_msg *m, const struct store_ext_row *row,
+                              const char *mctx, enum item_state *out, char *err, size_t errsz)
+{
+        const char *me = external_owner();
+        int attempts;
+        enum store_rc rc;
+        if (row->live && strcmp(row->owner, me)) {
+                ext.stats.lease_waits++;
+                snprintf(err, errsz,
+                         "offset %lld: key %s is PENDING under a live lease (owner %s, until %s, attempt %d): not "
+                         "acknowledged, backing off",
+                         (long long)m->offset, m->idem_key, row->owner, row->lease_until, row->attempts);
+                return PL_RETRY;
+        }
+        if ((rc = store_ext_take_over(pt->store, pt->cfg->namespace, m->idem_key, me, pt->t->lease_ms, 0, &attempts,
+                                      err, errsz)))
+                return db_fail(rc);
+        if (!attempts) {
+                snprintf(err, errsz, "offset %lld: key %s: another instance took the expired lease first: backing off",
+                         (long long)m->offset, m->idem_key);
+                return PL_RETRY;
+        }
+        ext.stats.taken_over++;
+        if (strcmp(row->owner, me))
+                log_warn(mctx, "offset %lld: key %s: the lease of %s ran out at %s; taken over by compare-and-set "
+                               "(attempt %d)",
+                         (long long)m->offset, m->idem_key, row->owner[0] ? row->owner : "(none)", row->lease_until,
+                         attempts);
+        else
+                log_info(mctx, "offset %lld: key %s: this process takes its own released or interrupted lease back "
+                               "(attempt %d)",
+                         (long long)m->offset, m->idem_key, attempts);
+        return ext_run(pt, m, mctx, attempts, out, err, errsz);
+}
+
+/* Claim the key; *claimed 1: it is ours now; else *row is what holds it. */
+static enum pl_rc ext_claim(struct pl_topic *pt, struct pl_msg *m, int *claimed, struct store_ext_row *row,
+                            char *err, size_t errsz)
+{
+        const struct topic_conf *t = pt->t;
+        const char *ns = pt->cfg->namespace;
+        int64_t keep = t->retention ? t->retention->keep_ms : 0;
+        int64_t ttl = t->retention ? t->retention->response_ttl_ms : 0;
+        enum store_rc rc;
+        int found = 0;
+
+        /* Twice at most: a row purged between the claim and the read is claimed again. */
+        for (int tries = 0; tries < 2 && !found; tries++) {
+                if ((rc = store_ext_claim(pt->store, ns, m->idem_key, m->topic, m->partition, m->offset, m->fingerprint,
+                                          external_owner(), t->lease_ms, keep, ttl, claimed, err, errsz)))
+                        return db_fail(rc);
+                if (*claimed)
+                        return PL_OK;
+                if ((rc = store_ext_read(pt->store, ns, m->idem_key, row, &found, err, errsz)))
+                        return db_fail(rc);
+        }
+        if (!found) {
+                snprintf(err, errsz, "key %s could be neither claimed nor read", m->idem_key);
+                return PL_RETRY;
+        }
+        return PL_OK;
+}
+
+/* Claim one message's key (or learn why not), run it, finish it. */
+static enum pl_rc ext_one(struct pl_topic *pt, struct pl_msg *m, enum item_state *out, int *mismatch, char *err,
+                          size_t errsz)
+{
+        struct store_ext_row row;
+        int claimed = 0;
+        char mctx[200];
+        enum pl_rc rc;
+
+        snprintf(mctx, sizeof(mctx), "topic:%s/%d", pt->t->name, (int)m->partition);
+        if ((rc = ext_claim(pt, m, &claimed, &row, err, errsz)))
+                return rc;
+        if (claimed) {
+                ext.stats.claimed++;
+                return ext_run(pt, m, mctx, 1, out, err, errsz);
+        }
+        if (!strcmp(row.status, "DONE") || !strcmp(row.status, "FAILED")) {
+                if (row.fingerprint[0] && strcmp(row.fingerprint, m->fingerprint))
+                        return ext_mismatch(pt, m, &row, out, mismatch, err, errsz);
+                log_debug(mctx, "duplicate %s absorbed; first outcome %s: %s", m->idem_key, row.status,
+                          row.response[0] ? row.response : "(no response)");
+                *out = ITEM_KNOWN;
+                return PL_OK;
+        }
+        if (!strcmp(row.status, "EXPIRED"))
+                return ext_expired(pt, m, mctx, out, err, errsz);
+        return ext_pending(pt, m, &row, mctx, out, err, errsz);
+}
+
+/* A partial batch comes back: what this process committed of it is done. */
+static int ext_done_before(struct pl_topic *pt, const struct pl_msg *m)
+{
+        return part_state(pt->parts, pt->topic_idx, m->partition)->verified_next > m->offset;
+}
+
+/* Keys; what cannot be processed is dead-lettered first (acknowledged by
+ * the broker before its offset can be committed). */
+static enum pl_rc ext_dead_letter_unkeyable(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n, char *err,
+                                            size_t errsz)
+{
+        struct pl_msg *todo[n ? n : 1];
+        size_t k = 0;
+        todo[0] = NULL;
+        for (size_t i = 0; i < n; i++) {
+                if (ext_done_before(pt, msgs[i]))
+                        continue;
+                step_prepare(pt->t, msgs[i]);
+                if (msgs[i]->dlq_reason && !msgs[i]->dead_lettered)
+                        todo[k++] = msgs[i];
+        }
+        return step_dead_letter(pt, todo, k, err, errsz) ? PL_DLQ_FAILED : PL_OK;
+}
+
+/* One message at a time, in partition-offset order; a message that cannot
+ * be finished now stops its partition, not the others. What was finished is
+ * counted into prog. */
+static enum pl_rc ext_each(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n, struct store_progress *prog,
+                           size_t *nprog, size_t *processed, size_t *nstopped, char *err, size_t errsz)
+{
+        int32_t stopped[n ? n : 1];
+        enum pl_rc ret = PL_OK;
+        char merr[1024];
+
+        for (size_t i = 0; i < n; i++) {
+                struct pl_msg *m = msgs[i];
+                enum item_state o = ITEM_DEAD_LETTER;
+                int mismatch = 0, blocked = 0;
+                if (ext_done_before(pt, m))
+                        continue;
+                for (size_t b = 0; b < *nstopped && !blocked; b++)
+                        blocked = stopped[b] == m->partition;
+                if (blocked)
+                        continue;
+                if (!m->dlq_reason) {
+                        char what[200];
+                        snprintf(what, sizeof(what), "key %s of %s", m->idem_key, pt->t->name);
+                        watchdog_arm(pt->watchdog, store_conn(pt->store), pt->t->batch_timeout_ms, what);
+                        merr[0] = '\0';
+                        enum pl_rc r = ext_one(pt, m, &o, &mismatch, merr, sizeof(merr));
+                        watchdog_disarm(pt->watchdog);
+                        if (r != PL_OK) {
+                                stopped[(*nstopped)++] = m->partition;
+                                /* The first reason is reported; losing the database outranks it. */
+                                if (ret == PL_OK || r == PL_DB_DOWN) {
+                                        snprintf(err, errsz, "%s", merr);
+                                        ret = r;
+                                }
+                                if (r == PL_DB_DOWN)
+                                        break;
+                                continue;
+                        }
+                }
+                progress_count(prog, nprog, m, o, mismatch);
+                (*processed)++;
+        }
+        return ret;
+}
+
+static enum pl_rc external_process(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n,
+                                   struct pl_commit *commits, size_t *ncommits, char *err, size_t errsz)
+{
+        struct store_progress *prog = calloc(n ? n : 1, sizeof(*prog));
+        size_t nprog = 0, nstopped = 0, processed = 0;
+        enum pl_rc ret;
+        enum store_rc rc;
+        char merr[1024];
+
+        if (!prog)
+                abort();
+        *ncommits = 0;
+        if ((ret = ext_dead_letter_unkeyable(pt, msgs, n, err, errsz)))
+                goto out;
+        ret = ext_each(pt, msgs, n, prog, &nprog, &processed, &nstopped, err, errsz);
+        /* Progress of what was finished: one statement, its own transaction. */
+        if (!nprog || !store_ok(pt->store))
+                goto out;
+        fault_point("before_commit");
+        if ((rc = store_progress(pt->store, pt->cfg->namespace, nprog, prog, merr, sizeof(merr)))) {
+                /* Finished keys are in the table: their redelivery is absorbed. */
+                if (ret == PL_OK || rc == STORE_CONN) {
+                        snprintf(err, errsz, "%s", merr);
+                        ret = db_fail(rc);
+                }
+                goto out;
+        }
+        fault_point("after_commit");
+        /* Committed: where each partition may be acknowledged, even when another
+         * of the batch's messages stopped its partition. */
+        *ncommits = step_committed(pt, prog, nprog, commits);
+        pt->stats->batches++;
+        pt->stats->consumed += processed;
+        log_debug(pt->ctx, "external batch of %zu: %zu finished, %zu partition(s) stopped early", n, processed,
+                  nstopped);
+out:
+        if (ret != PL_OK)
+                pt->stats->retries++;
+        free(prog);
+        return ret;
+}
+
+const struct mode mode_external = {"external", external_process};
+
+void external_reap_tick(const struct config *cfg, struct store *s, int64_t now_ms)
+{
+        char err[512], sample[400], ctx[200], d[64];
+
+        if (ext.reaped_once && now_ms - ext.last_reap_ms < REAP_INTERVAL_MS)
+                return;
+        ext.reaped_once = 1;
+        ext.last_reap_ms = now_ms;
+        /* Between batches only, on an idle connection; a database that is down
+         * is the consumer's business. */
+        if (!store_idle(s))
+                return;
+        for (size_t i = 0; i < cfg->topic_cnt; i++) {
+                const struct topic_conf *t = &cfg->topics[i];
+                size_t total = 0, got = 0;
+                if (t->mode != MODE_EXTERNAL)
+                        continue;
+                sample[0] = '\0';
+                for (int round = 0; round < REAP_MAX_ROUNDS; round++) {
+                        if (store_ext_reap(s, cfg->namespace, t->name, t->expire_grace_ms, REAP_BATCH,
+                                           &got, sample, sizeof(sample), err, sizeof(err))) {
+                                if (log_ratelimit_ok(&ext.rl_reap, 1, 60000))
+                                        log_warn("reaper", "topic %s: %s", t->name, err);
+                                break;
+                        }
+                        total += got;
+                        if (got < REAP_BATCH)
+                                break;
+                }
+                if (!total)
+                        continue;
+                ext.stats.expired_reaped += total;
+                snprintf(ctx, sizeof(ctx), "topic:%s", t->name);
+                log_warn(ctx,
+                         "reaper: %zu PENDING key%s whose lease ran out more than %s ago marked EXPIRED "
+                         "(in doubt: the effect may or may not have happened; reconcile): %s; "
+                         "%" PRIu64 " since start",
+                         total, total == 1 ? "" : "s",
+                         config_format_duration(t->expire_grace_ms, d, sizeof(d)), sample,
+                         ext.stats.expired_reaped);
+        }
+}

@@ -1,0 +1,116 @@
+/* host: the versioned host-API table handed to handlers, and the contexts behind it. */
+#include "core/host.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/config.h"
+#include "base/log.h"
+#include "pg/outbox.h"
+
+static PGconn *host_conn(struct dedupd_ctx *ctx) { return ctx->conn; }
+
+static const char *host_idem_key(struct dedupd_ctx *ctx) { return ctx->idem_key; }
+
+static int host_set_response(struct dedupd_ctx *ctx, const char *data, size_t len)
+{
+        char *copy;
+        if (!data) {
+                free(ctx->response);
+                ctx->response = NULL;
+                ctx->response_len = 0;
+                return 0;
+        }
+        /* Stored as PostgreSQL text: cut at an embedded NUL rather than fail. */
+        const char *nul = memchr(data, '\0', len);
+        if (nul)
+                len = (size_t)(nul - data);
+        copy = malloc(len + 1);
+        if (!copy)
+                return -1;
+        memcpy(copy, data, len);
+        copy[len] = '\0';
+        free(ctx->response);
+        ctx->response = copy;
+        ctx->response_len = len;
+        return 0;
+}
+
+static int clamp_level(int level)
+{
+        if (level <= DEDUPD_LOG_ERROR)
+                return LOG_ERROR;
+        if (level >= DEDUPD_LOG_DEBUG)
+                return LOG_DEBUG;
+        return level;
+}
+
+static void host_log(struct dedupd_ctx *ctx, int level, const char *fmt, ...)
+{
+        va_list ap;
+        level = clamp_level(level);
+        if (level > log_level_current)
+                return;
+        va_start(ap, fmt);
+        log_vwrite(level, ctx->log_prefix, fmt, ap);
+        va_end(ap);
+}
+
+static const char *host_config_get(struct dedupd_init_ctx *ictx, const char *path)
+{
+        return config_tree_get(ictx->config, path);
+}
+
+static PGconn *host_init_conn(struct dedupd_init_ctx *ictx) { return ictx->conn; }
+
+static void host_init_log(struct dedupd_init_ctx *ictx, int level, const char *fmt, ...)
+{
+        va_list ap;
+        level = clamp_level(level);
+        if (level > log_level_current)
+                return;
+        va_start(ap, fmt);
+        log_vwrite(level, ictx->log_prefix, fmt, ap);
+        va_end(ap);
+}
+
+static int host_emit(struct dedupd_ctx *ctx, const char *topic, const void *key, size_t key_len,
+                     const void *value, size_t value_len, const struct dedupd_header *headers,
+                     size_t header_cnt)
+{
+        char err[512];
+        if (!ctx->ns || !topic || !*topic) {
+                log_error(ctx->log_prefix, "emit: %s", !ctx->ns ? "not available in external mode "
+                                                                   "(there is no transaction to join)"
+                                                                 : "no topic");
+                return -1;
+        }
+        const struct outbox_msg m = {ctx->idem_key, topic, key, key_len, value, value_len, headers, header_cnt};
+        if (store_outbox_insert(ctx->store, ctx->ns, &m, err, sizeof(err))) {
+                log_warn(ctx->log_prefix, "emit to %s: %s", topic, err);
+                return -1;
+        }
+        ctx->emitted++;
+        return 0;
+}
+
+const struct dedupd_host host_api = {
+        .abi_major = DEDUPD_HANDLER_ABI_MAJOR,
+        .size = sizeof(struct dedupd_host),
+        .conn = host_conn,
+        .idem_key = host_idem_key,
+        .set_response = host_set_response,
+        .log = host_log,
+        .config_get = host_config_get,
+        .init_conn = host_init_conn,
+        .init_log = host_init_log,
+        .emit = host_emit,
+};
+
+void host_ctx_reset(struct dedupd_ctx *ctx)
+{
+        free(ctx->response);
+        ctx->response = NULL;
+        ctx->response_len = 0;
+}

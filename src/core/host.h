@@ -1,0 +1,34 @@
+/* host: the versioned host-API table handed to handlers, and the contexts behind it. */
+#ifndef DEDUPD_HOST_H
+#define DEDUPD_HOST_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#include "dedupd/handler.h"
+
+struct store;
+
+struct dedupd_ctx {
+        PGconn *conn;
+        struct store *store;    /* the same connection, for dedupd's own statements (emit) */
+        const char *idem_key;
+        const char *log_prefix; /* "handler:transfer" */
+        char *response;         /* owned; NULL when the handler set none */
+        size_t response_len;
+        const char *ns;         /* namespace; NULL where emit is not available (external mode) */
+        int emitted;            /* messages written to the outbox */
+};
+
+struct dedupd_init_ctx {
+        const json_t *config;
+        PGconn *conn;
+        const char *log_prefix;
+};
+
+extern const struct dedupd_host host_api;
+
+/** Forget the previous message's response. */
+void host_ctx_reset(struct dedupd_ctx *ctx);
+
+#endif

@@ -1,0 +1,54 @@
+/* pipeline: the protocol's front — each topic's handler and mode, the crash-loop guard before a batch, the books after. */
+#ifndef DEDUPD_PIPELINE_H
+#define DEDUPD_PIPELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/config.h"
+#include "dedupd/handler.h"
+#include "core/loader.h"
+#include "pg/store.h"
+#include "core/mode.h"
+#include "core/source.h"
+
+struct pipeline;
+
+/** Load and init every topic's handler (init gets a setup connection);
+ *  dead letters go through sink. */
+struct pipeline *pipeline_new(const struct config *cfg, struct store *store, struct sink sink, char *err,
+                              size_t errsz) __attribute__((warn_unused_result));
+void pipeline_free(struct pipeline *pl);
+
+/** Process one batch of one topic with the topic's mode (see struct mode). */
+enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg *const *msgs,
+                            size_t n, struct pl_commit *commits, size_t *ncommits, char *err,
+                            size_t errsz);
+
+const struct pl_stats *pipeline_stats(const struct pipeline *pl);
+
+/**
+ * Crash-loop guard, before a batch is processed: counts, in the database,
+ * each batch start this process did not itself reach by committing (a
+ * restart after a crash starts there again). A range that crashed once is
+ * worked through one message at a time, each alone; a message whose crashes
+ * (in batches, then alone, at least one alone) reach retry.max_crashes gets
+ * its dlq_reason. Returns how many of msgs (a prefix) to process now.
+ */
+size_t pipeline_guard(struct pipeline *pl, size_t topic_idx, struct pl_msg *const *msgs, size_t n);
+
+struct watchdog;
+/** Watch every batch transaction with w (batch.timeout_ms). */
+void pipeline_set_watchdog(struct pipeline *pl, struct watchdog *w);
+
+/** How many outbox rows committed batches wrote since the last call (the relay should run). */
+size_t pipeline_take_outbox(struct pipeline *pl);
+
+/** A partition was revoked: the next batch from it is guarded again, and
+ *  this process's uncommitted start of it is not counted as a crash. */
+void pipeline_forget(struct pipeline *pl, size_t topic_idx, int32_t partition);
+
+/** A clean stop: no uncommitted start of this process counts as a crash. */
+void pipeline_stop(struct pipeline *pl);
+
+#endif

@@ -1,0 +1,531 @@
+/* runner: the daemon's loop — buffers what the source delivers, runs each topic's due batch, acknowledges after COMMIT, decides what fetches. */
+#include "core/runner.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fault.h"
+#include "base/log.h"
+#include "core/external.h"
+#include "core/relay.h"
+#include "core/retention.h"
+#include "pg/offsets.h"
+
+#define POLL_SLICE_MS 100
+#define STATS_INTERVAL_MS 10000
+/* A topic whose batch has failed this often in a row, or for this long, is
+ * stuck: said at ERROR (once a minute), so an operator can alert on it. */
+#define STUCK_FAILURES 5
+#define STUCK_MS 60000
+#define STUCK_REPORT_MS 60000
+
+/*
+ * Liveness. Nothing here waits inside a topic: the loop polls, and each
+ * topic whose batch is due runs one batch per turn. A failed batch puts its
+ * topic in backoff (retry_at); a lost database puts every topic on hold until
+ * it is back. Whether a partition fetches is derived, on every turn, from
+ * what is actually waiting — its topic's batch in backoff, or the database
+ * outage — never remembered across a rebalance: a newly assigned partition
+ * is paused or resumed explicitly, so every assigned partition is either
+ * fetching or waiting on something that ends.
+ */
+
+/* One topic's buffered messages and the state of its current batch. */
+struct tbuf {
+        struct pl_msg **msgs;
+        size_t cnt, cap;
+        int64_t first_ms;      /* when the oldest buffered message arrived */
+        int64_t retry_at;      /* 0: no failed batch waiting; else when it is tried again */
+        int backoff_ms;        /* the wait after the next failure */
+        int failures;          /* failed attempts in a row */
+        int64_t failing_since; /* the first of them */
+        int64_t stuck_logged;  /* last ERROR about being stuck */
+        int paused;            /* as last applied to its partitions */
+};
+
+/* An assigned partition, and whether the source fetches it. */
+struct assigned {
+        size_t topic_idx;
+        int32_t partition;
+        int paused; /* 1 paused, 0 fetching, -1 not yet decided (just assigned) */
+};
+
+struct runner {
+        const struct config *cfg;
+        struct store *store;
+        struct pipeline *pl;
+        struct sink sink;
+        struct source *src;
+        int64_t last_relay_ms;
+        struct tbuf *bufs; /* one per topic */
+        struct assigned *parts;
+        size_t part_cnt, part_cap;
+        int db_down;         /* the database is unreachable: every topic waits */
+        int64_t db_retry_at; /* next reconnection attempt */
+        int db_backoff_ms;
+        struct log_ratelimit rl_db;
+        int64_t last_stats_ms;
+        struct pl_stats last_stats;
+};
+
+/* ---- buffers ------------------------------------------------------------- */
+
+/* A topic's failed batch is gone (revoked): its backoff no longer applies. */
+static void tbuf_reset_retry(struct tbuf *b, int backoff_ms)
+{
+        b->retry_at = 0;
+        b->backoff_ms = backoff_ms;
+        b->failures = 0;
+        b->failing_since = 0;
+}
+
+static void buffer(struct runner *r, struct pl_msg *m)
+{
+        struct tbuf *b = &r->bufs[m->topic_idx];
+        if (b->cnt == b->cap) {
+                size_t cap = b->cap ? b->cap * 2 : 64;
+                struct pl_msg **nm = realloc(b->msgs, cap * sizeof(*nm));
+                if (!nm)
+                        abort(); /* a message we cannot hold must not be skipped */
+                b->msgs = nm;
+                b->cap = cap;
+        }
+        if (b->cnt == 0)
+                b->first_ms = log_now_ms();
+        b->msgs[b->cnt++] = m;
+}
+
+static int part_listed(const struct pl_part *parts, size_t n, size_t topic_idx, int32_t partition)
+{
+        for (size_t k = 0; k < n; k++)
+                if (parts[k].topic_idx == topic_idx && parts[k].partition == partition)
+                        return 1;
+        return 0;
+}
+
+/* Drop buffered messages of revoked partitions (all when parts is NULL):
+ * they were never committed and will be delivered to the partition's next
+ * owner. */
+static void purge(struct runner *r, const struct pl_part *parts, size_t n)
+{
+        size_t dropped = 0;
+        for (size_t t = 0; t < r->cfg->topic_cnt; t++) {
+                struct tbuf *b = &r->bufs[t];
+                size_t keep = 0;
+                for (size_t i = 0; i < b->cnt; i++) {
+                        struct pl_msg *m = b->msgs[i];
+                        if (!parts || part_listed(parts, n, t, m->partition)) {
+                                r->src->ops->release(r->src, m);
+                                dropped++;
+                        } else {
+                                b->msgs[keep++] = m;
+                        }
+                }
+                b->cnt = keep;
+                if (!b->cnt)
+                        tbuf_reset_retry(b, r->cfg->topics[t].retry_backoff_ms);
+        }
+        if (dropped)
+                log_info("runner", "dropped %zu uncommitted buffered messages of revoked partitions", dropped);
+}
+
+/* ---- the assignment and whether each partition fetches ------------------- */
+
+static void parts_add(struct runner *r, size_t topic_idx, int32_t partition)
+{
+        if (r->part_cnt == r->part_cap) {
+                size_t cap = r->part_cap ? r->part_cap * 2 : 16;
+                struct assigned *np = realloc(r->parts, cap * sizeof(*np));
+                if (!np)
+                        abort(); /* cannot track the assignment: nothing sane to do */
+                r->parts = np;
+                r->part_cap = cap;
+        }
+        r->parts[r->part_cnt++] = (struct assigned){topic_idx, partition, -1};
+}
+
+static void parts_remove(struct runner *r, const struct pl_part *revoked, size_t n)
+{
+        size_t keep = 0;
+        for (size_t i = 0; i < r->part_cnt; i++) {
+                const struct assigned *a = &r->parts[i];
+                if (revoked && !part_listed(revoked, n, a->topic_idx, a->partition))
+                        r->parts[keep++] = *a;
+        }
+        r->part_cnt = keep;
+}
+
+/* What a topic's partitions wait on now, or NULL: they fetch. */
+static const char *hold_reason(const struct runner *r, size_t t)
+{
+        const struct tbuf *b = &r->bufs[t];
+        if (r->db_down)
+                return "the database is unavailable";
+        if (b->retry_at && b->cnt)
+                return "its batch is in backoff";
+        return NULL;
+}
+
+static void log_pause_changes(struct runner *r)
+{
+        for (size_t t = 0; t < r->cfg->topic_cnt; t++) {
+                struct tbuf *b = &r->bufs[t];
+                const char *why = hold_reason(r, t);
+                if (!why == !b->paused)
+                        continue;
+                b->paused = why != NULL;
+                if (why)
+                        log_info("runner", "topic %s: paused fetching: %s", r->cfg->topics[t].name, why);
+                else
+                        log_info("runner", "topic %s: resumed fetching", r->cfg->topics[t].name);
+        }
+}
+
+/* Pause or resume exactly the partitions whose wanted state differs from
+ * what the source has (or is not known yet: just assigned). */
+static void apply_pauses(struct runner *r)
+{
+        struct pl_part pause[r->part_cnt ? r->part_cnt : 1], resume[r->part_cnt ? r->part_cnt : 1];
+        size_t np = 0, nr = 0;
+        for (size_t i = 0; i < r->part_cnt; i++) {
+                struct assigned *a = &r->parts[i];
+                int want = hold_reason(r, a->topic_idx) != NULL;
+                if (a->paused == want)
+                        continue;
+                if (want)
+                        pause[np++] = (struct pl_part){a->topic_idx, a->partition};
+                else
+                        resume[nr++] = (struct pl_part){a->topic_idx, a->partition};
+                a->paused = want;
+        }
+        if (np)
+                r->src->ops->pause(r->src, pause, np, 1);
+        if (nr)
+                r->src->ops->pause(r->src, resume, nr, 0);
+        log_pause_changes(r);
+}
+
+/* ---- what the source tells ------------------------------------------------ */
+
+/* Where the newly assigned partitions of topic t start: the offsets table
+ * where it has a row (it moves in the same transaction as the effects). */
+static void start_positions(struct runner *r, size_t t, const struct pl_part *parts, size_t n, int64_t *start)
+{
+        const char *topic = r->cfg->topics[t].name;
+        int32_t pids[n ? n : 1];
+        int64_t offs[n ? n : 1];
+        size_t idx[n ? n : 1], k = 0;
+        char err[512];
+
+        for (size_t i = 0; i < n; i++)
+                if (parts[i].topic_idx == t) {
+                        idx[k] = i;
+                        pids[k++] = parts[i].partition;
+                }
+        if (!k)
+                return;
+        /* While the database is known to be down, do not block the rebalance
+         * on a connection attempt: the broker's committed position is never
+         * ahead of the table, so starting from it can only re-read (absorbed). */
+        if (r->db_down || store_offsets_get(r->store, r->cfg->namespace, topic, k, pids, offs, err, sizeof(err))) {
+                log_warn("runner", "cannot read start offsets from the database (%s); "
+                                   "starting %s from the broker's committed offsets",
+                         r->db_down ? "it is unavailable" : err, topic);
+                return;
+        }
+        for (size_t j = 0; j < k; j++) {
+                start[idx[j]] = offs[j];
+                if (offs[j] >= 0)
+                        log_info("runner", "assigned %s/%d: starting at offset %" PRId64 " (database)", topic,
+                                 (int)pids[j], offs[j]);
+                else
+                        log_info("runner", "assigned %s/%d: no database position, starting at the committed offset",
+                                 topic, (int)pids[j]);
+        }
+}
+
+static void on_assigned(void *opaque, const struct pl_part *parts, size_t n, int64_t *start)
+{
+        struct runner *r = opaque;
+        if (!r->db_down && !store_ok(r->store)) {
+                char err[512];
+                if (store_connect(r->store, err, sizeof(err)) != STORE_OK)
+                        r->db_down = 1; /* the loop reconnects with backoff */
+        }
+        for (size_t t = 0; t < r->cfg->topic_cnt; t++)
+                start_positions(r, t, parts, n, start);
+        for (size_t i = 0; i < n; i++)
+                parts_add(r, parts[i].topic_idx, parts[i].partition);
+}
+
+static void on_revoked(void *opaque, const struct pl_part *parts, size_t n)
+{
+        struct runner *r = opaque;
+        log_info("runner", "%zu partitions revoked", parts ? n : r->part_cnt);
+        purge(r, parts, n);
+        for (size_t i = 0; i < r->part_cnt; i++)
+                if (!parts || part_listed(parts, n, r->parts[i].topic_idx, r->parts[i].partition))
+                        pipeline_forget(r->pl, r->parts[i].topic_idx, r->parts[i].partition);
+        parts_remove(r, parts, n);
+}
+
+static void on_settled(void *opaque) { apply_pauses(opaque); }
+
+struct source_events runner_events(struct runner *r)
+{
+        return (struct source_events){.assigned = on_assigned, .settled = on_settled, .revoked = on_revoked, .opaque = r};
+}
+
+/* ---- batches ----------------------------------------------------------------- */
+
+/* When topic t's batch should run next (INT64_MAX: nothing buffered, or
+ * everything waits on the database). */
+static int64_t batch_due_at(const struct runner *r, size_t t)
+{
+        const struct tbuf *b = &r->bufs[t];
+        const struct topic_conf *tc = &r->cfg->topics[t];
+        if (!b->cnt || r->db_down)
+                return INT64_MAX;
+        if (b->retry_at)
+                return b->retry_at;
+        if (b->cnt >= (size_t)tc->batch_max_messages)
+                return 0;
+        return b->first_ms + tc->batch_max_wait_ms;
+}
+
+static void batch_done(struct runner *r, size_t t, size_t n)
+{
+        struct tbuf *b = &r->bufs[t];
+        for (size_t i = 0; i < n; i++)
+                r->src->ops->release(r->src, b->msgs[i]);
+        memmove(b->msgs, b->msgs + n, (b->cnt - n) * sizeof(*b->msgs));
+        b->cnt -= n;
+        b->first_ms = log_now_ms();
+        if (b->failures) {
+                char ctx[160];
+                snprintf(ctx, sizeof(ctx), "topic:%s", r->cfg->topics[t].name);
+                log_info(ctx, "batch committed after %d failed attempt(s)", b->failures);
+        }
+        tbuf_reset_retry(b, r->cfg->topics[t].retry_backoff_ms);
+}
+
+static void db_lost(struct runner *r, const char *ctx, const char *err)
+{
+        if (log_ratelimit_ok(&r->rl_db, 1, 10000))
+                log_error(ctx, "database unavailable (%s); pausing, retrying every %d ms at most", err,
+                          r->cfg->db_retry_max_ms);
+        r->db_down = 1;
+        r->db_retry_at = log_now_ms() + r->db_backoff_ms;
+}
+
+/* Every STUCK_REPORT_MS, a topic that keeps failing says so at ERROR. */
+static void report_stuck(struct runner *r, size_t t, const char *ctx, const struct pl_msg *first, const char *err)
+{
+        struct tbuf *b = &r->bufs[t];
+        int64_t now = log_now_ms();
+        if (b->failures < STUCK_FAILURES && now - b->failing_since < STUCK_MS)
+                return;
+        if (b->stuck_logged && now - b->stuck_logged < STUCK_REPORT_MS)
+                return;
+        b->stuck_logged = now;
+        log_error(ctx, "stuck: the batch from partition %d offset %" PRId64 " has failed %d times "
+                       "over %" PRId64 " s (%s); this topic waits, the others go on",
+                  (int)first->partition, first->offset, b->failures, (now - b->failing_since) / 1000, err);
+}
+
+static void batch_failed(struct runner *r, size_t t, size_t n, const char *err)
+{
+        const struct topic_conf *tc = &r->cfg->topics[t];
+        struct tbuf *b = &r->bufs[t];
+        char ctx[160];
+        snprintf(ctx, sizeof(ctx), "topic:%s", tc->name);
+        if (!b->failures)
+                b->failing_since = log_now_ms();
+        b->failures++;
+        log_warn(ctx, "batch of %zu not finished: %s; retrying in %d ms", n, err, b->backoff_ms);
+        b->retry_at = log_now_ms() + b->backoff_ms;
+        b->backoff_ms = b->backoff_ms * 2 > tc->retry_backoff_max_ms ? tc->retry_backoff_max_ms : b->backoff_ms * 2;
+        if (b->backoff_ms < 1)
+                b->backoff_ms = 1;
+        report_stuck(r, t, ctx, b->msgs[0], err);
+}
+
+/* One batch of topic t: committed and acknowledged, or put in backoff. */
+static void run_batch(struct runner *r, size_t t, volatile sig_atomic_t *stop)
+{
+        const struct topic_conf *tc = &r->cfg->topics[t];
+        struct tbuf *b = &r->bufs[t];
+        size_t n = b->cnt < (size_t)tc->batch_max_messages ? b->cnt : (size_t)tc->batch_max_messages;
+        struct pl_commit commits[n + 1];
+        size_t nc = 0;
+        char err[1024], ctx[160];
+
+        err[0] = '\0';
+        n = pipeline_guard(r->pl, t, b->msgs, n);
+        fault_point("after_poll");
+        enum pl_rc rc = pipeline_process(r->pl, t, b->msgs, n, commits, &nc, err, sizeof(err));
+        if (rc == PL_OK) {
+                r->src->ops->ack(r->src, commits, nc);
+                fault_point("after_ack");
+                batch_done(r, t, n);
+                return;
+        }
+        /* A partial batch (external mode): what it committed is acknowledged now. */
+        if (nc > 0)
+                r->src->ops->ack(r->src, commits, nc);
+        snprintf(ctx, sizeof(ctx), "topic:%s", tc->name);
+        if (*stop) {
+                log_info(ctx, "shutting down: batch of %zu rolled back, it will be redelivered", n);
+                return;
+        }
+        if (rc == PL_DB_DOWN)
+                db_lost(r, ctx, err);
+        else
+                batch_failed(r, t, n, err);
+}
+
+/* ---- the database, housekeeping ------------------------------------------------ */
+
+/* While the database is down: reconnect when its backoff has passed. */
+static void db_reconnect(struct runner *r)
+{
+        char err[512];
+        if (!r->db_down || log_now_ms() < r->db_retry_at)
+                return;
+        if (store_connect(r->store, err, sizeof(err)) == STORE_OK) {
+                log_info("runner", "database reconnected");
+                r->db_down = 0;
+                r->db_backoff_ms = 100;
+                return;
+        }
+        if (log_ratelimit_ok(&r->rl_db, 1, 10000))
+                log_error("runner", "database still unavailable: %s", err);
+        r->db_backoff_ms = r->db_backoff_ms * 2 > r->cfg->db_retry_max_ms ? r->cfg->db_retry_max_ms : r->db_backoff_ms * 2;
+        r->db_retry_at = log_now_ms() + r->db_backoff_ms;
+}
+
+/* Publish what committed batches wrote to the outbox: right after a batch
+ * that wrote some, and every outbox.interval_ms for rows a crash left behind. */
+static void relay(struct runner *r, int force)
+{
+        int64_t now = log_now_ms();
+        char err[512];
+        if (!store_ok(r->store))
+                return;
+        if (!force && now - r->last_relay_ms < r->cfg->outbox_interval_ms)
+                return;
+        r->last_relay_ms = now;
+        for (int round = 0; round < 100; round++) {
+                int n = relay_run(r->store, &r->sink, r->cfg->namespace, r->cfg->outbox_batch, err, sizeof(err));
+                if (n < 0) {
+                        log_warn("outbox", "relay: %s (rows stay unsent and are retried)", err);
+                        return;
+                }
+                if (n)
+                        log_debug("outbox", "published %d message(s)", n);
+                if (n < r->cfg->outbox_batch)
+                        return;
+        }
+}
+
+static void log_stats(struct runner *r)
+{
+        const struct pl_stats *s = pipeline_stats(r->pl);
+        int64_t now = log_now_ms();
+        double secs = (double)(now - r->last_stats_ms) / 1000.0;
+        if (s->consumed != r->last_stats.consumed || s->retries != r->last_stats.retries)
+                log_info("stats", "consumed %" PRIu64 " (%.0f/s), applied %" PRIu64 ", rejected %" PRIu64
+                                  ", duplicates %" PRIu64 ", dead-lettered %" PRIu64 ", batches %" PRIu64
+                                  ", retries %" PRIu64,
+                         s->consumed, secs > 0 ? (double)(s->consumed - r->last_stats.consumed) / secs : 0.0,
+                         s->applied, s->rejected, s->duplicates, s->dead_lettered, s->batches, s->retries);
+        r->last_stats = *s;
+        r->last_stats_ms = now;
+}
+
+/* Between batches: the outbox relay, purge, the reaper and the stats line. */
+static void housekeeping(struct runner *r, int64_t now)
+{
+        if (now - r->last_stats_ms >= STATS_INTERVAL_MS)
+                log_stats(r);
+        if (r->db_down)
+                return;
+        relay(r, pipeline_take_outbox(r->pl) > 0);
+        retention_tick(r->store, r->cfg, log_now_ms()); /* every purge.interval_ms */
+        external_reap_tick(r->cfg, r->store, now);
+}
+
+/* How long the next poll may wait: until the first batch or reconnection is due. */
+static int poll_timeout(const struct runner *r, int64_t now)
+{
+        int64_t next = now + POLL_SLICE_MS;
+        for (size_t t = 0; t < r->cfg->topic_cnt; t++) {
+                int64_t due = batch_due_at(r, t);
+                if (due < next)
+                        next = due;
+        }
+        if (r->db_down && r->db_retry_at < next)
+                next = r->db_retry_at;
+        return next <= now ? 0 : (int)(next - now);
+}
+
+/* ---- the loop ---------------------------------------------------------------- */
+
+struct runner *runner_new(const struct config *cfg, struct store *store, struct pipeline *pl, struct sink sink)
+{
+        struct runner *r = calloc(1, sizeof(*r));
+        if (!r || !(r->bufs = calloc(cfg->topic_cnt ? cfg->topic_cnt : 1, sizeof(*r->bufs))))
+                abort();
+        r->cfg = cfg;
+        r->store = store;
+        r->pl = pl;
+        r->sink = sink;
+        r->db_backoff_ms = 100;
+        for (size_t t = 0; t < cfg->topic_cnt; t++)
+                tbuf_reset_retry(&r->bufs[t], cfg->topics[t].retry_backoff_ms);
+        return r;
+}
+
+void runner_free(struct runner *r)
+{
+        if (!r)
+                return;
+        for (size_t t = 0; t < r->cfg->topic_cnt; t++)
+                free(r->bufs[t].msgs);
+        free(r->bufs);
+        free(r->parts);
+        free(r);
+}
+
+int runner_run(struct runner *r, struct source *src, volatile sig_atomic_t *stop, char *err, size_t errsz)
+{
+        const char *failure = NULL;
+        r->src = src;
+        r->last_stats_ms = log_now_ms();
+        while (!*stop && !(failure = src->ops->failure(src))) {
+                db_reconnect(r);
+                apply_pauses(r);
+                struct pl_msg *m = src->ops->poll(src, poll_timeout(r, log_now_ms()));
+                if (m)
+                        buffer(r, m);
+                int64_t now = log_now_ms();
+                /* Each due topic gets one batch per turn: a topic that keeps
+                 * failing waits in its backoff while the others go on. */
+                for (size_t t = 0; t < r->cfg->topic_cnt && !*stop; t++)
+                        if (batch_due_at(r, t) <= now)
+                                run_batch(r, t, stop);
+                housekeeping(r, now);
+        }
+        log_stats(r);
+        pipeline_stop(r->pl);
+        purge(r, NULL, 0);
+        src->ops->close(src);
+        r->src = NULL;
+        if (failure) {
+                snprintf(err, errsz, "%s", failure);
+                return -1;
+        }
+        return 0;
+}

@@ -1,0 +1,29 @@
+/* runner: the daemon's loop — buffers what the source delivers, runs each topic's due batch, acknowledges after COMMIT, decides what fetches. */
+#ifndef DEDUPD_CORE_RUNNER_H
+#define DEDUPD_CORE_RUNNER_H
+
+#include <signal.h>
+#include <stddef.h>
+
+#include "base/config.h"
+#include "core/pipeline.h"
+#include "core/source.h"
+#include "pg/store.h"
+
+struct runner;
+
+/** A runner for the pipeline; sink publishes the outbox after COMMIT. */
+struct runner *runner_new(const struct config *cfg, struct store *store, struct pipeline *pl, struct sink sink);
+void runner_free(struct runner *r);
+
+/** What the source must tell this runner (assignments, revocations). */
+struct source_events runner_events(struct runner *r);
+
+/**
+ * Run on src until *stop becomes non-zero. The batch in flight is finished
+ * (or rolled back), committed work is acknowledged, the source is closed.
+ * Returns 0 on a clean stop, -1 when the source failed (message in err).
+ */
+int runner_run(struct runner *r, struct source *src, volatile sig_atomic_t *stop, char *err, size_t errsz);
+
+#endif

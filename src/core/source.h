@@ -1,0 +1,123 @@
+/* source: the seam between a message broker and the protocol — messages in; acknowledgements, pauses and records out. */
+#ifndef DEDUPD_CORE_SOURCE_H
+#define DEDUPD_CORE_SOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dedupd/handler.h"
+
+/*
+ * The protocol holds no broker type. A source feeds it messages, each with
+ * a position — topic, partition, offset: Kafka's own, or for a broker that
+ * acknowledges message by message a sequence the source numbers its
+ * deliveries with — and is told, after COMMIT, up to where each partition
+ * may be acknowledged. A sink publishes what the protocol writes (dead
+ * letters, the outbox) and says when the broker has it.
+ */
+
+/** One message, as a source hands it over. */
+struct pl_msg {
+        size_t topic_idx; /* the topic's place in the config */
+        const char *topic;
+        int32_t partition;
+        int64_t offset;
+        int64_t timestamp_ms;
+        const void *key;
+        size_t key_len;
+        const void *value;
+        size_t value_len;
+        struct dedupd_header *headers;
+        size_t header_cnt;
+        void *source; /* the source's own message, owned by the source */
+
+        /* The pipeline's state, kept across attempts of the same batch. */
+        char *idem_key;     /* derived once */
+        char fingerprint[65];
+        char stored_fingerprint[65]; /* set when a duplicate's fingerprint differs */
+        char *dlq_reason;   /* set: the message goes to the dead-letter topic */
+        int derived;        /* the key was derived (or found underivable) */
+        int dead_lettered;  /* the dead-letter write was acknowledged */
+        int attempts;       /* handler RETRY results so far */
+};
+
+/** Free the pipeline's state of m (not the message itself). */
+void pl_msg_clear(struct pl_msg *m);
+
+/** A partition of a configured topic. */
+struct pl_part {
+        size_t topic_idx;
+        int32_t partition;
+};
+
+/** Where a partition may be acknowledged after a committed batch. */
+struct pl_commit {
+        const char *topic;
+        int32_t partition;
+        int64_t next_offset; /* everything before it is done */
+};
+
+/** A record to publish. A NULL value is a null value; headers may be NULL. */
+struct pl_record {
+        const char *topic;
+        const void *key;
+        size_t key_len;
+        const void *value;
+        size_t value_len;
+        const struct dedupd_header *headers;
+        size_t header_cnt;
+};
+
+struct source;
+
+/** What a broker's consumer side does for the runner. */
+struct source_ops {
+        /** Wait at most timeout_ms for one message; NULL when none came.
+         *  Assignments and revocations are served meanwhile, through the
+         *  source_events the source was made with. */
+        struct pl_msg *(*poll)(struct source *src, int timeout_ms);
+        /** Give back a message the runner is done with (acknowledged or dropped). */
+        void (*release)(struct source *src, struct pl_msg *m);
+        /** After COMMIT: each partition is done up to next_offset. */
+        void (*ack)(struct source *src, const struct pl_commit *commits, size_t n);
+        /** Stop (pause 1) or resume fetching these partitions. */
+        void (*pause)(struct source *src, const struct pl_part *parts, size_t n, int pause);
+        /** A fatal broker error, or NULL: the runner stops with it. */
+        const char *(*failure)(struct source *src);
+        /** Make what was acknowledged visible and leave (the group). */
+        void (*close)(struct source *src);
+        void (*destroy)(struct source *src);
+};
+
+/** A source implementation begins with this. */
+struct source {
+        const struct source_ops *ops;
+};
+
+/** What a source tells the runner, from inside poll. */
+struct source_events {
+        /** Partitions are now this process's: start[i] is set to where each
+         *  starts (>= 0), or left -1 for the broker's own position. */
+        void (*assigned)(void *opaque, const struct pl_part *parts, size_t n, int64_t *start);
+        /** The assignment is in place (the source fetches from those
+         *  starts): the runner decides at once, before any message of it is
+         *  delivered, which partitions must wait. */
+        void (*settled)(void *opaque);
+        /** Partitions are gone (all of them when parts is NULL): what is
+         *  buffered of them was never acknowledged and is dropped. */
+        void (*revoked)(void *opaque, const struct pl_part *parts, size_t n);
+        void *opaque;
+};
+
+/** How the protocol publishes. Each call returns 0 only once the broker
+ *  has acknowledged every record. */
+struct sink {
+        int (*publish)(void *opaque, const struct pl_record *recs, size_t n, char *err, size_t errsz);
+        /** msgs unchanged plus dedupd's headers (reason, origin, key) to the
+         *  dead-letter topic. */
+        int (*dead_letter)(void *opaque, const char *dlq_topic, const char *ns, struct pl_msg *const *msgs,
+                           size_t n, char *err, size_t errsz);
+        void *opaque;
+};
+
+#endif

@@ -1,0 +1,132 @@
+/* steps: the steps both modes take the same way — derive a key, dead-letter, judge a fingerprint mismatch, book a commit. */
+#include "core/steps.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/sha.h>
+
+#include "base/fault.h"
+#include "base/keyspec.h"
+#include "base/log.h"
+#include "pg/attempts.h"
+
+static void set_reason(struct pl_msg *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_reason(struct pl_msg *m, const char *fmt, ...)
+{
+        va_list ap;
+        free(m->dlq_reason);
+        va_start(ap, fmt);
+        if (vasprintf(&m->dlq_reason, fmt, ap) < 0)
+                abort();
+        va_end(ap);
+}
+
+static void fingerprint(const struct topic_conf *t, struct pl_msg *m)
+{
+        unsigned char md[SHA256_DIGEST_LENGTH];
+        if (t->fingerprint_fields) {
+                keyspec_fingerprint(t->fingerprint_fields, m->value, m->value_len, m->fingerprint);
+                return;
+        }
+        SHA256(m->value ? m->value : (const void *)"", m->value_len, md);
+        for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
+                snprintf(m->fingerprint + 2 * i, 3, "%02x", md[i]);
+}
+
+/* The key and fingerprint, or the reason there is none. */
+static void derive(const struct topic_conf *t, struct pl_msg *m)
+{
+        char key[KEYSPEC_MAX_KEY_LEN + 1];
+        char why[512];
+
+        if (m->value_len > (size_t)t->max_payload_bytes) {
+                if (!m->dlq_reason)
+                        set_reason(m, "payload too large: %zu bytes, limit %d (max_payload_bytes)", m->value_len,
+                                   t->max_payload_bytes);
+                return;
+        }
+        struct keyspec_input in = {m->value, m->value_len, m->key, m->key_len, m->headers, m->header_cnt};
+        if (keyspec_derive(t->keyspec, &in, key, sizeof(key), why, sizeof(why))) {
+                if (!m->dlq_reason)
+                        set_reason(m, "key: %s", why);
+                return;
+        }
+        if (!(m->idem_key = strdup(key)))
+                abort();
+        fingerprint(t, m);
+}
+
+void step_prepare(const struct topic_conf *t, struct pl_msg *m)
+{
+        if (!m->derived) {
+                m->derived = 1;
+                derive(t, m);
+        }
+        if (!m->dlq_reason && m->attempts >= t->retry_max_attempts)
+                set_reason(m, "handler returned RETRY %d times (retry.max_attempts)", m->attempts);
+}
+
+int step_dead_letter(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n, char *err, size_t errsz)
+{
+        if (!n)
+                return 0;
+        if (pt->sink->dead_letter(pt->sink->opaque, pt->t->dlq_topic, pt->cfg->namespace, msgs, n, err, errsz))
+                return -1;
+        fault_point("after_dlq");
+        for (size_t i = 0; i < n; i++) {
+                msgs[i]->dead_lettered = 1;
+                log_warn(pt->ctx, "partition %d offset %lld dead-lettered to %s: %s", (int)msgs[i]->partition,
+                         (long long)msgs[i]->offset, pt->t->dlq_topic, msgs[i]->dlq_reason);
+        }
+        return 0;
+}
+
+enum mismatch_verdict step_mismatch(struct pl_topic *pt, struct pl_msg *m, const char *first)
+{
+        int letter = pt->t->on_mismatch == MISMATCH_DEAD_LETTER;
+        if (!first || !*first || !strcmp(first, m->fingerprint))
+                return MISMATCH_NONE;
+        log_warn(pt->ctx, "key %s: fingerprint mismatch at partition %d offset %lld: first %.16s…, "
+                          "this message %.16s… (%s)",
+                 m->idem_key, (int)m->partition, (long long)m->offset, first, m->fingerprint,
+                 letter ? "dead-lettered" : "absorbed");
+        if (!letter)
+                return MISMATCH_KEEP;
+        snprintf(m->stored_fingerprint, sizeof(m->stored_fingerprint), "%s", first);
+        set_reason(m, "fingerprint mismatch: same key, different payload");
+        return MISMATCH_LETTER;
+}
+
+size_t step_committed(struct pl_topic *pt, const struct store_progress *prog, size_t nprog,
+                      struct pl_commit *commits)
+{
+        for (size_t i = 0; i < nprog; i++) {
+                commits[i] = (struct pl_commit){prog[i].topic, prog[i].partition, prog[i].next_offset};
+                pt->stats->applied += (uint64_t)prog[i].applied;
+                pt->stats->rejected += (uint64_t)prog[i].rejected;
+                pt->stats->duplicates += (uint64_t)prog[i].duplicates;
+                pt->stats->dead_lettered += (uint64_t)prog[i].dead_lettered;
+                pt->stats->mismatches += (uint64_t)prog[i].mismatches;
+                struct part_state *ps = part_state(pt->parts, pt->topic_idx, prog[i].partition);
+                ps->verified_next = prog[i].next_offset;
+                if (ps->counted_at >= 0 && ps->counted_at < prog[i].next_offset)
+                        ps->counted_at = -1;
+                if (ps->had_attempts) {
+                        char aerr[256];
+                        if (store_attempts_done(pt->store, pt->cfg->namespace, pt->t->name, prog[i].partition,
+                                                prog[i].next_offset, aerr, sizeof(aerr)))
+                                log_warn(pt->ctx, "crash-loop ledger: %s (its rows are forgotten later)", aerr);
+                        ps->had_attempts = ps->isolate_until > prog[i].next_offset;
+                }
+        }
+        return nprog;
+}
+
+enum pl_rc step_fail(struct store *s, enum store_rc rc)
+{
+        store_rollback(s);
+        return rc == STORE_CONN ? PL_DB_DOWN : PL_RETRY;
+}

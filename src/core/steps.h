@@ -1,0 +1,40 @@
+/* steps: the steps both modes take the same way — derive a key, dead-letter, judge a fingerprint mismatch, book a commit. */
+#ifndef DEDUPD_CORE_STEPS_H
+#define DEDUPD_CORE_STEPS_H
+
+#include <stddef.h>
+
+#include "core/mode.h"
+#include "pg/offsets.h"
+
+/** Derive key and fingerprint once per message (kept across attempts), and
+ *  set dlq_reason for what cannot be processed (oversized, no key, retry
+ *  budget spent). A reason set before (the crash-loop guard's) is kept, and
+ *  the key is still derived so the dead letter names it. */
+void step_prepare(const struct topic_conf *t, struct pl_msg *m);
+
+/** Write msgs (each with its dlq_reason) to the topic's dead-letter topic;
+ *  only once the broker acknowledged every one are they marked
+ *  dead_lettered (and logged). -1: nothing may be acknowledged. */
+int step_dead_letter(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
+
+enum mismatch_verdict {
+        MISMATCH_NONE,   /* same payload (or nothing to compare with) */
+        MISMATCH_KEEP,   /* another payload: counted, logged, absorbed */
+        MISMATCH_LETTER, /* another payload, dead-lettered (fingerprint.on_mismatch): dlq_reason set */
+};
+/** Same key, another fingerprint than the first one's: a key-design bug or
+ *  a client bug, judged by fingerprint.on_mismatch. */
+enum mismatch_verdict step_mismatch(struct pl_topic *pt, struct pl_msg *m, const char *first_fingerprint);
+
+/** After a COMMIT of prog: fill commits[], add to the stats, remember each
+ *  partition's verified position and forget its crash-loop ledger rows.
+ *  Returns nprog. */
+size_t step_committed(struct pl_topic *pt, const struct store_progress *prog, size_t nprog,
+                      struct pl_commit *commits);
+
+/** A failed statement: roll back, and what the batch then is. */
+enum pl_rc step_fail(struct store *s, enum store_rc rc);
+
+#endif

@@ -1,0 +1,132 @@
+/* keys: the statements of the transactional batch on dedupd.keys — claim, record outcomes, read first outcomes. */
+#include "pg/keys.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg/array.h"
+
+enum store_rc store_claim(struct store *s, const char *ns, size_t n, const char *const *keys,
+                          const char *const *topics, const int32_t *parts, const int64_t *offsets,
+                          const char *const *fingerprints, int64_t keep_ms, int64_t response_ttl_ms,
+                          int *fresh, char *err, size_t errsz)
+{
+        char keep[24], ttl[24];
+        struct store_array k = {0}, t = {0}, p = {0}, o = {0}, f = {0};
+        PGresult *r = NULL;
+        enum store_rc rc;
+
+        for (size_t i = 0; i < n; i++) {
+                store_array_text(&k, keys[i]);
+                store_array_text(&t, topics[i]);
+                store_array_int(&p, parts[i]);
+                store_array_int(&o, offsets[i]);
+                store_array_text(&f, fingerprints[i]);
+                fresh[i] = 0;
+        }
+        snprintf(keep, sizeof(keep), "%" PRId64, keep_ms);
+        snprintf(ttl, sizeof(ttl), "%" PRId64, response_ttl_ms);
+        const char *params[8] = {ns,
+                                 store_array_finish(&k),
+                                 store_array_finish(&t),
+                                 store_array_finish(&p),
+                                 store_array_finish(&o),
+                                 store_array_finish(&f),
+                                 keep_ms > 0 ? keep : NULL,
+                                 response_ttl_ms > 0 ? ttl : NULL};
+        /* ORDER BY: rows are inserted, and their index entries locked, in key
+         * order, so two claimers of overlapping batches never deadlock. */
+        rc = store_query(s,
+                 "INSERT INTO dedupd.keys (namespace, idem_key, status, fingerprint, topic, partition, \"offset\","
+                 " expires_at, response_expires_at)"
+                 " SELECT $1, u.k, 'DONE', decode(u.f, 'hex'), u.t, u.p, u.o,"
+                 " now() + $7::bigint * interval '1 millisecond', now() + $8::bigint * interval '1 millisecond'"
+                 " FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[]) AS u(k, t, p, o, f)"
+                 " ORDER BY u.k COLLATE \"C\""
+                 " ON CONFLICT (namespace, idem_key) DO NOTHING"
+                 " RETURNING idem_key",
+                 8, params, &r, err, errsz);
+        if (rc == STORE_OK) {
+                /* keys are sorted bytewise (as the C collation above): search. */
+                for (int row = 0; row < PQntuples(r); row++) {
+                        const char *got = PQgetvalue(r, row, 0);
+                        size_t lo = 0, hi = n;
+                        while (lo < hi) {
+                                size_t mid = lo + (hi - lo) / 2;
+                                int c = strcmp(keys[mid], got);
+                                if (c == 0) {
+                                        fresh[mid] = 1;
+                                        break;
+                                }
+                                if (c < 0)
+                                        lo = mid + 1;
+                                else
+                                        hi = mid;
+                        }
+                }
+                PQclear(r);
+        }
+        store_array_free(&k);
+        store_array_free(&t);
+        store_array_free(&p);
+        store_array_free(&o);
+        store_array_free(&f);
+        return rc;
+}
+
+enum store_rc store_record(struct store *s, const char *ns, size_t n, const char *const *keys,
+                           const char *const *statuses, const char *const *responses, char *err,
+                           size_t errsz)
+{
+        struct store_array k = {0}, st = {0}, rs = {0};
+        enum store_rc rc;
+
+        if (n == 0)
+                return STORE_OK;
+        for (size_t i = 0; i < n; i++) {
+                store_array_text(&k, keys[i]);
+                store_array_text(&st, statuses[i]);
+                store_array_text(&rs, responses[i]);
+        }
+        const char *params[4] = {ns, store_array_finish(&k), store_array_finish(&st),
+                                 store_array_finish(&rs)};
+        rc = store_query(s,
+                 "UPDATE dedupd.keys AS d SET status = u.s, response = u.r, updated_at = now()"
+                 " FROM unnest($2::text[], $3::text[], $4::text[]) AS u(k, s, r)"
+                 " WHERE d.namespace = $1 AND d.idem_key = u.k",
+                 4, params, NULL, err, errsz);
+        store_array_free(&k);
+        store_array_free(&st);
+        store_array_free(&rs);
+        return rc;
+}
+
+enum store_rc store_outcomes(struct store *s, const char *ns, size_t n, const char *const *keys,
+                             store_outcome_cb *cb, void *opaque, char *err, size_t errsz)
+{
+        struct store_array k = {0};
+        PGresult *r = NULL;
+        enum store_rc rc;
+
+        if (n == 0)
+                return STORE_OK;
+        for (size_t i = 0; i < n; i++)
+                store_array_text(&k, keys[i]);
+        const char *params[2] = {ns, store_array_finish(&k)};
+        rc = store_query(s,
+                 "SELECT idem_key, status, response, encode(fingerprint, 'hex') FROM dedupd.keys"
+                 " WHERE namespace = $1 AND idem_key = ANY($2::text[])",
+                 2, params, &r, err, errsz);
+        if (rc == STORE_OK) {
+                for (int row = 0; row < PQntuples(r); row++)
+                        cb(opaque, PQgetvalue(r, row, 0), PQgetvalue(r, row, 1),
+                           PQgetisnull(r, row, 2) ? NULL : PQgetvalue(r, row, 2),
+                           PQgetisnull(r, row, 3) ? NULL : PQgetvalue(r, row, 3));
+                PQclear(r);
+        }
+        store_array_free(&k);
+        return rc;
+}
+

@@ -1,0 +1,179 @@
+/* offsets: each partition's position and counters in dedupd.offsets and dedupd.progress_log. */
+#include "pg/offsets.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg/array.h"
+
+/*
+ * A batch's progress is written from struct store_progress through this one
+ * table: each row names a column of dedupd.progress_log (and, but for
+ * from_offset, of dedupd.offsets), its type and the field it comes from. The
+ * statement's unnest(), its column list and its parameters all follow it.
+ */
+enum col_kind { COL_TEXT, COL_INT };
+static const struct progress_col {
+        const char *name, *type;
+        size_t off;
+        enum col_kind kind;
+        int counter; /* added up in dedupd.offsets */
+} progress_cols[] = {
+        {"topic", "text", offsetof(struct store_progress, topic), COL_TEXT, 0},
+        {"partition", "int", offsetof(struct store_progress, partition), COL_INT, 0},
+        {"from_offset", "bigint", offsetof(struct store_progress, from_offset), COL_INT, 0},
+        {"next_offset", "bigint", offsetof(struct store_progress, next_offset), COL_INT, 0},
+        {"consumed", "bigint", offsetof(struct store_progress, consumed), COL_INT, 1},
+        {"applied", "bigint", offsetof(struct store_progress, applied), COL_INT, 1},
+        {"rejected", "bigint", offsetof(struct store_progress, rejected), COL_INT, 1},
+        {"duplicates", "bigint", offsetof(struct store_progress, duplicates), COL_INT, 1},
+        {"dead_lettered", "bigint", offsetof(struct store_progress, dead_lettered), COL_INT, 1},
+        {"mismatches", "bigint", offsetof(struct store_progress, mismatches), COL_INT, 1},
+};
+#define PROGRESS_COLS (sizeof(progress_cols) / sizeof(progress_cols[0]))
+
+static int64_t col_int(const struct store_progress *p, const struct progress_col *c)
+{
+        if (!strcmp(c->type, "int"))
+                return *(const int32_t *)((const char *)p + c->off);
+        return *(const int64_t *)((const char *)p + c->off);
+}
+
+/* Append to sql: each column name (with prefix), comma-separated; `skip`
+ * leaves out from_offset (dedupd.offsets has none). */
+static size_t col_list(char *sql, size_t at, size_t sz, const char *prefix, int skip_from)
+{
+        for (size_t i = 0, n = 0; i < PROGRESS_COLS; i++) {
+                if (skip_from && !strcmp(progress_cols[i].name, "from_offset"))
+                        continue;
+                at += (size_t)snprintf(sql + at, sz - at, "%s%s%s", n++ ? ", " : "", prefix, progress_cols[i].name);
+        }
+        return at;
+}
+
+/* The statement, built once from the table. Sorted by partition so concurrent
+ * owners (a zombie and its successor) lock rows in the same order. GREATEST:
+ * never backwards. */
+static const char *progress_sql(void)
+{
+        static char sql[2048];
+        size_t at = 0, sz = sizeof(sql);
+        if (sql[0])
+                return sql;
+        at += (size_t)snprintf(sql + at, sz - at, "WITH u AS (SELECT * FROM unnest(");
+        for (size_t i = 0; i < PROGRESS_COLS; i++)
+                at += (size_t)snprintf(sql + at, sz - at, "%s$%zu::%s[]", i ? ", " : "", i + 2, progress_cols[i].type);
+        at += (size_t)snprintf(sql + at, sz - at, ") AS u(");
+        at = col_list(sql, at, sz, "", 0);
+        at += (size_t)snprintf(sql + at, sz - at, ")), log AS (INSERT INTO dedupd.progress_log (namespace, ");
+        at = col_list(sql, at, sz, "", 0);
+        at += (size_t)snprintf(sql + at, sz - at, ") SELECT $1, ");
+        at = col_list(sql, at, sz, "u.", 0);
+        at += (size_t)snprintf(sql + at, sz - at, " FROM u) INSERT INTO dedupd.offsets AS o (namespace, ");
+        at = col_list(sql, at, sz, "", 1);
+        at += (size_t)snprintf(sql + at, sz - at, ") SELECT $1, ");
+        at = col_list(sql, at, sz, "u.", 1);
+        at += (size_t)snprintf(sql + at, sz - at,
+                               " FROM u ORDER BY u.topic, u.partition ON CONFLICT (namespace, topic, partition)"
+                               " DO UPDATE SET next_offset = GREATEST(o.next_offset, EXCLUDED.next_offset)");
+        for (size_t i = 0; i < PROGRESS_COLS; i++)
+                if (progress_cols[i].counter)
+                        at += (size_t)snprintf(sql + at, sz - at, ", %s = o.%s + EXCLUDED.%s", progress_cols[i].name,
+                                               progress_cols[i].name, progress_cols[i].name);
+        snprintf(sql + at, sz - at, ", updated_at = now()");
+        return sql;
+}
+
+enum store_rc store_progress(struct store *s, const char *ns, size_t n, const struct store_progress *p,
+                             char *err, size_t errsz)
+{
+        struct store_array a[PROGRESS_COLS];
+        const char *params[PROGRESS_COLS + 1] = {ns};
+        enum store_rc rc;
+
+        if (n == 0)
+                return STORE_OK;
+        memset(a, 0, sizeof(a));
+        for (size_t i = 0; i < n; i++)
+                for (size_t c = 0; c < PROGRESS_COLS; c++) {
+                        if (progress_cols[c].kind == COL_TEXT)
+                                store_array_text(&a[c], *(const char *const *)((const char *)&p[i] + progress_cols[c].off));
+                        else
+                                store_array_int(&a[c], col_int(&p[i], &progress_cols[c]));
+                }
+        for (size_t c = 0; c < PROGRESS_COLS; c++)
+                params[c + 1] = store_array_finish(&a[c]);
+        rc = store_query(s, progress_sql(), (int)PROGRESS_COLS + 1, params, NULL, err, errsz);
+        for (size_t c = 0; c < PROGRESS_COLS; c++)
+                store_array_free(&a[c]);
+        return rc;
+}
+
+enum store_rc store_positions(struct store *s, const char *ns, const char *topic, struct store_position **out,
+                              size_t *n, char *err, size_t errsz)
+{
+        PGresult *r = NULL;
+        const char *params[2] = {ns, topic};
+        enum store_rc rc;
+
+        *out = NULL;
+        *n = 0;
+        rc = store_query(s, "SELECT partition, next_offset FROM dedupd.offsets WHERE namespace = $1 AND topic = $2",
+                         2, params, &r, err, errsz);
+        if (rc == STORE_UNDEFINED)
+                return STORE_OK; /* a database that never saw dedupd has no positions */
+        if (rc)
+                return rc;
+        *n = (size_t)PQntuples(r);
+        *out = calloc(*n ? *n : 1, sizeof(**out));
+        if (!*out)
+                abort();
+        for (size_t i = 0; i < *n; i++)
+                (*out)[i] = (struct store_position){(int32_t)atoi(PQgetvalue(r, (int)i, 0)),
+                                                    strtoll(PQgetvalue(r, (int)i, 1), NULL, 10)};
+        PQclear(r);
+        return STORE_OK;
+}
+
+enum store_rc store_offsets_get(struct store *s, const char *ns, const char *topic, size_t n,
+                                const int32_t *parts, int64_t *out, char *err, size_t errsz)
+{
+        struct store_position *pos = NULL;
+        size_t npos = 0;
+        enum store_rc rc = store_positions(s, ns, topic, &pos, &npos, err, errsz);
+
+        for (size_t i = 0; i < n; i++) {
+                out[i] = -1;
+                for (size_t k = 0; k < npos; k++)
+                        if (pos[k].partition == parts[i])
+                                out[i] = pos[k].next_offset;
+        }
+        free(pos);
+        return rc;
+}
+
+enum store_rc store_offsets_set(struct store *s, const char *ns, const char *topic, size_t n,
+                                const int32_t *parts, const int64_t *next, char *err, size_t errsz)
+{
+        struct store_array pa = {0}, oa = {0};
+        enum store_rc rc;
+
+        for (size_t i = 0; i < n; i++) {
+                store_array_int(&pa, parts[i]);
+                store_array_int(&oa, next[i]);
+        }
+        const char *params[4] = {ns, topic, store_array_finish(&pa), store_array_finish(&oa)};
+        /* Setting next_offset directly: moving backwards is the point here. */
+        rc = store_query(s,
+                         "INSERT INTO dedupd.offsets AS o (namespace, topic, partition, next_offset)"
+                         " SELECT $1, $2, u.p, u.o FROM unnest($3::int[], $4::bigint[]) AS u(p, o)"
+                         " ORDER BY u.p"
+                         " ON CONFLICT (namespace, topic, partition) DO UPDATE SET"
+                         " next_offset = EXCLUDED.next_offset, updated_at = now()",
+                         4, params, NULL, err, errsz);
+        store_array_free(&pa);
+        store_array_free(&oa);
+        return rc;
+}

@@ -1,0 +1,44 @@
+/* offsets: each partition's position and counters in dedupd.offsets and dedupd.progress_log. */
+#ifndef DEDUPD_PG_OFFSETS_H
+#define DEDUPD_PG_OFFSETS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pg/store.h"
+
+/** One partition's progress in a batch. */
+struct store_progress {
+        const char *topic;
+        int32_t partition;
+        int64_t from_offset; /* first offset of the partition in the batch */
+        int64_t next_offset;
+        int64_t consumed, applied, rejected, duplicates, dead_lettered, mismatches;
+};
+
+/** Upsert next offsets (never backwards) and add the counters. */
+enum store_rc store_progress(struct store *s, const char *ns, size_t n,
+                             const struct store_progress *p, char *err, size_t errsz);
+
+/** A partition's next offset in dedupd.offsets. */
+struct store_position {
+        int32_t partition;
+        int64_t next_offset;
+};
+
+/** Every partition of topic that has a position (*out allocated; none, and
+ *  STORE_OK, in a database dedupd never migrated). The one query. */
+enum store_rc store_positions(struct store *s, const char *ns, const char *topic, struct store_position **out,
+                              size_t *n, char *err, size_t errsz) __attribute__((warn_unused_result));
+
+/** Set next offsets of the given partitions as they are, backwards too
+ *  (dedupctl replay), inside the caller's transaction. */
+enum store_rc store_offsets_set(struct store *s, const char *ns, const char *topic, size_t n,
+                                const int32_t *parts, const int64_t *next, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
+
+/** next_offset per partition of a topic: out[i] = -1 where no row exists. */
+enum store_rc store_offsets_get(struct store *s, const char *ns, const char *topic, size_t n,
+                                const int32_t *parts, int64_t *out, char *err, size_t errsz);
+
+#endif

@@ -1,0 +1,164 @@
+/* outbox: the statements on dedupd.outbox — a message written in the effect's transaction, taken and marked sent by the relay. */
+#include "pg/outbox.h"
+#include "pg/array.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+static void hex_element(struct store_array *a, const void *data, size_t len)
+{
+        static const char digits[] = "0123456789abcdef";
+        char *h = malloc(2 * len + 3);
+        if (!h)
+                abort();
+        h[0] = '\\';
+        h[1] = 'x';
+        for (size_t i = 0; i < len; i++) {
+                h[2 + 2 * i] = digits[((const unsigned char *)data)[i] >> 4];
+                h[3 + 2 * i] = digits[((const unsigned char *)data)[i] & 15];
+        }
+        h[2 + 2 * len] = '\0';
+        store_array_text(a, h);
+        free(h);
+}
+
+enum store_rc store_outbox_insert(struct store *s, const char *ns, const struct outbox_msg *m, char *err,
+                                  size_t errsz)
+{
+        struct store_array names = {0}, values = {0};
+        enum store_rc rc;
+
+        for (size_t i = 0; i < m->header_cnt; i++) {
+                store_array_text(&names, m->headers[i].name);
+                if (m->headers[i].value)
+                        hex_element(&values, m->headers[i].value, m->headers[i].value_len);
+                else
+                        store_array_text(&values, NULL);
+        }
+        const char *params[7] = {ns, m->idem_key, m->topic, m->key, m->value, store_array_finish(&names),
+                                 store_array_finish(&values)};
+        const int lengths[7] = {0, 0, 0, (int)m->key_len, (int)m->value_len, 0, 0};
+        const int formats[7] = {0, 0, 0, 1, 1, 0, 0}; /* key and value go as binary bytea */
+        rc = store_query_binary(s,
+                                "INSERT INTO dedupd.outbox (namespace, idem_key, topic, key, value,"
+                                " header_names, header_values)"
+                                " VALUES ($1, $2, $3, $4::bytea, $5::bytea, $6::text[], $7::bytea[])",
+                                7, params, lengths, formats, NULL, err, errsz);
+        store_array_free(&names);
+        store_array_free(&values);
+        return rc;
+}
+
+static unsigned char *unhex(const char *hex, size_t *len)
+{
+        size_t n = strlen(hex) / 2;
+        unsigned char *out = malloc(n ? n : 1);
+        if (!out)
+                abort();
+        for (size_t i = 0; i < n; i++) {
+                unsigned v;
+                sscanf(hex + 2 * i, "%2x", &v);
+                out[i] = (unsigned char)v;
+        }
+        *len = n;
+        return out;
+}
+
+/* Row i of the result into w. */
+static void decode(const PGresult *r, int i, struct outbox_row *w)
+{
+        json_error_t je;
+        w->id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        snprintf(w->id_text, sizeof(w->id_text), "%" PRId64, w->id);
+        w->topic_buf = strdup(PQgetvalue(r, i, 1));
+        w->idem_key_buf = PQgetisnull(r, i, 8) ? NULL : strdup(PQgetvalue(r, i, 8));
+        w->msg.topic = w->topic_buf;
+        w->msg.idem_key = w->idem_key_buf;
+        if (strcmp(PQgetvalue(r, i, 3), "t"))
+                w->msg.key = w->key_buf = unhex(PQgetvalue(r, i, 2), &w->msg.key_len);
+        if (strcmp(PQgetvalue(r, i, 5), "t"))
+                w->msg.value = w->value_buf = unhex(PQgetvalue(r, i, 4), &w->msg.value_len);
+        json_t *names = json_loads(PQgetvalue(r, i, 6), 0, &je);
+        json_t *values = json_loads(PQgetvalue(r, i, 7), 0, &je);
+        size_t hn = json_array_size(names);
+        w->header_buf = calloc(hn ? hn : 1, sizeof(*w->header_buf));
+        w->header_values = calloc(hn ? hn : 1, sizeof(*w->header_values));
+        if (!w->header_buf || !w->header_values || !w->topic_buf)
+                abort();
+        for (size_t k = 0; k < hn; k++) {
+                json_t *v = json_array_get(values, k);
+                size_t vl = 0;
+                w->header_values[k] = json_is_string(v) ? unhex(json_string_value(v), &vl) : NULL;
+                w->header_buf[k] = (struct dedupd_header){strdup(json_string_value(json_array_get(names, k))),
+                                                          w->header_values[k], vl};
+        }
+        w->msg.headers = w->header_buf;
+        w->msg.header_cnt = hn;
+        json_decref(names);
+        json_decref(values);
+}
+
+enum store_rc store_outbox_take(struct store *s, const char *ns, int limit, struct outbox_row **rows,
+                                size_t *n, char *err, size_t errsz)
+{
+        char lim[16];
+        const char *params[2] = {ns, lim};
+        PGresult *r = NULL;
+        enum store_rc rc;
+
+        *rows = NULL;
+        *n = 0;
+        snprintf(lim, sizeof(lim), "%d", limit);
+        rc = store_query(s,
+                         "SELECT id, topic, encode(key, 'hex'), key IS NULL, encode(value, 'hex'),"
+                         " value IS NULL, array_to_json(header_names),"
+                         " (SELECT coalesce(json_agg(encode(v, 'hex')), '[]') FROM unnest(header_values) v),"
+                         " idem_key"
+                         " FROM dedupd.outbox WHERE namespace = $1 AND sent_at IS NULL"
+                         " ORDER BY id LIMIT $2::int FOR UPDATE SKIP LOCKED",
+                         2, params, &r, err, errsz);
+        if (rc)
+                return rc;
+        *n = (size_t)PQntuples(r);
+        *rows = calloc(*n ? *n : 1, sizeof(**rows));
+        if (!*rows)
+                abort();
+        for (size_t i = 0; i < *n; i++)
+                decode(r, (int)i, &(*rows)[i]);
+        PQclear(r);
+        return STORE_OK;
+}
+
+enum store_rc store_outbox_sent(struct store *s, const struct outbox_row *rows, size_t n, char *err,
+                                size_t errsz)
+{
+        struct store_array ids = {0};
+        for (size_t i = 0; i < n; i++)
+                store_array_int(&ids, rows[i].id);
+        const char *params[1] = {store_array_finish(&ids)};
+        enum store_rc rc = store_query(s, "UPDATE dedupd.outbox SET sent_at = now() WHERE id = ANY($1::bigint[])",
+                                       1, params, NULL, err, errsz);
+        store_array_free(&ids);
+        return rc;
+}
+
+void store_outbox_rows_free(struct outbox_row *rows, size_t n)
+{
+        for (size_t i = 0; rows && i < n; i++) {
+                for (size_t k = 0; k < rows[i].msg.header_cnt; k++) {
+                        free((void *)rows[i].header_buf[k].name);
+                        free(rows[i].header_values[k]);
+                }
+                free(rows[i].header_buf);
+                free(rows[i].header_values);
+                free(rows[i].key_buf);
+                free(rows[i].value_buf);
+                free(rows[i].topic_buf);
+                free(rows[i].idem_key_buf);
+        }
+        free(rows);
+}

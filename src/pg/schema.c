@@ -1,0 +1,164 @@
+/* schema: the numbered migrations that create and change schema dedupd, applied at start and by dedupctl migrate. */
+#include "pg/schema.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/log.h"
+
+/* Numbered migrations: append only, never edit one that has shipped. */
+static const char *const migrations[] = {
+        /* 1: keys and per-partition progress */
+        "CREATE TABLE IF NOT EXISTS dedupd.keys ("
+        "  namespace   text        NOT NULL,"
+        "  idem_key    text        NOT NULL,"
+        "  status      text        NOT NULL CHECK (status IN ('PENDING','DONE','FAILED','EXPIRED')),"
+        "  fingerprint bytea,"
+        "  response    text,"
+        "  topic       text,"
+        "  partition   integer,"
+        "  \"offset\"    bigint,"
+        "  attempts    integer     NOT NULL DEFAULT 1,"
+        "  owner       text,"
+        "  lease_until timestamptz,"
+        "  created_at  timestamptz NOT NULL DEFAULT now(),"
+        "  updated_at  timestamptz NOT NULL DEFAULT now(),"
+        "  expires_at  timestamptz,"
+        "  PRIMARY KEY (namespace, idem_key)"
+        ");"
+        "CREATE TABLE IF NOT EXISTS dedupd.offsets ("
+        "  namespace     text        NOT NULL,"
+        "  topic         text        NOT NULL,"
+        "  partition     integer     NOT NULL,"
+        "  next_offset   bigint      NOT NULL,"
+        "  consumed      bigint      NOT NULL DEFAULT 0,"
+        "  applied       bigint      NOT NULL DEFAULT 0,"
+        "  rejected      bigint      NOT NULL DEFAULT 0,"
+        "  duplicates    bigint      NOT NULL DEFAULT 0,"
+        "  dead_lettered bigint      NOT NULL DEFAULT 0,"
+        "  updated_at    timestamptz NOT NULL DEFAULT now(),"
+        "  PRIMARY KEY (namespace, topic, partition)"
+        ");",
+        /* 2: a history of committed batches (for "duplicates absorbed since T"),
+         *    and the crash-loop ledger: batches that were started, per first offset */
+        "CREATE TABLE IF NOT EXISTS dedupd.progress_log ("
+        "  namespace     text        NOT NULL,"
+        "  topic         text        NOT NULL,"
+        "  partition     integer     NOT NULL,"
+        "  from_offset   bigint      NOT NULL,"
+        "  next_offset   bigint      NOT NULL,"
+        "  consumed      bigint      NOT NULL,"
+        "  applied       bigint      NOT NULL,"
+        "  rejected      bigint      NOT NULL,"
+        "  duplicates    bigint      NOT NULL,"
+        "  dead_lettered bigint      NOT NULL,"
+        "  committed_at  timestamptz NOT NULL DEFAULT now()"
+        ");"
+        "CREATE INDEX IF NOT EXISTS progress_log_time ON dedupd.progress_log (namespace, committed_at);"
+        /* A row per batch start (single = false) or isolated message (single =
+         * true) that a process began and did not commit: counts crash loops. */
+        "CREATE TABLE IF NOT EXISTS dedupd.attempts ("
+        "  namespace    text        NOT NULL,"
+        "  topic        text        NOT NULL,"
+        "  partition    integer     NOT NULL,"
+        "  \"offset\"     bigint      NOT NULL,"
+        "  single       boolean     NOT NULL,"
+        "  until_offset bigint      NOT NULL,"
+        "  attempts     integer     NOT NULL DEFAULT 1,"
+        "  last_at      timestamptz NOT NULL DEFAULT now(),"
+        "  PRIMARY KEY (namespace, topic, partition, \"offset\", single)"
+        ");",
+        /* 3: the life of a key (issue "the whole life of an idempotency key"):
+         *    response expiry, fingerprint mismatch counters, purge and reaper
+         *    indexes, the outbox */
+        "ALTER TABLE dedupd.keys ADD COLUMN IF NOT EXISTS response_expires_at timestamptz;"
+        "ALTER TABLE dedupd.offsets ADD COLUMN IF NOT EXISTS mismatches bigint NOT NULL DEFAULT 0;"
+        "ALTER TABLE dedupd.progress_log ADD COLUMN IF NOT EXISTS mismatches bigint NOT NULL DEFAULT 0;"
+        "CREATE INDEX IF NOT EXISTS keys_expiry ON dedupd.keys (namespace, expires_at)"
+        "  WHERE status <> 'PENDING' AND expires_at IS NOT NULL;"
+        "CREATE INDEX IF NOT EXISTS keys_response_expiry ON dedupd.keys (namespace, response_expires_at)"
+        "  WHERE response IS NOT NULL AND response_expires_at IS NOT NULL;"
+        "CREATE INDEX IF NOT EXISTS keys_pending ON dedupd.keys (namespace, lease_until)"
+        "  WHERE status = 'PENDING';"
+        "CREATE TABLE IF NOT EXISTS dedupd.outbox ("
+        "  id            bigserial   PRIMARY KEY,"
+        "  namespace     text        NOT NULL,"
+        "  idem_key      text,"
+        "  topic         text        NOT NULL,"
+        "  key           bytea,"
+        "  value         bytea,"
+        "  header_names  text[]      NOT NULL DEFAULT '{}',"
+        "  header_values bytea[]     NOT NULL DEFAULT '{}',"
+        "  created_at    timestamptz NOT NULL DEFAULT now(),"
+        "  sent_at       timestamptz"
+        ");"
+        "CREATE INDEX IF NOT EXISTS outbox_unsent ON dedupd.outbox (namespace, id) WHERE sent_at IS NULL;",
+        /* 4: room on each page for the response written after the claim, so
+         *    that update stays a heap-only (HOT) update */
+        "ALTER TABLE dedupd.keys SET (fillfactor = 85);",
+        /* 5: an isolated message's crashes include those of the batches it
+         *    was in before it was isolated */
+        "ALTER TABLE dedupd.attempts ADD COLUMN IF NOT EXISTS inherited integer NOT NULL DEFAULT 0;",
+};
+#define MIGRATION_CNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
+
+enum store_rc store_migrate(struct store *s, char *err, size_t errsz)
+{
+        enum store_rc rc;
+        PGresult *r = NULL;
+        int applied = 0;
+
+        if ((rc = store_begin(s, err, errsz)))
+                return rc;
+        /* Serialise concurrent starters; the lock ends with the transaction. */
+        if ((rc = store_exec(s, "SELECT pg_advisory_xact_lock(hashtext('dedupd.migrate'))", err, errsz)) ||
+            (rc = store_exec(s, "CREATE SCHEMA IF NOT EXISTS dedupd", err, errsz)) ||
+            (rc = store_exec(s,
+                             "CREATE TABLE IF NOT EXISTS dedupd.schema_migrations ("
+                             " version integer PRIMARY KEY,"
+                             " applied_at timestamptz NOT NULL DEFAULT now())",
+                             err, errsz)) ||
+            (rc = store_query(s, "SELECT coalesce(max(version), 0) FROM dedupd.schema_migrations", 0, NULL, &r,
+                      err, errsz)))
+                goto error;
+        applied = atoi(PQgetvalue(r, 0, 0));
+        PQclear(r);
+        if (applied > MIGRATION_CNT) {
+                snprintf(err, errsz,
+                         "the database schema is at version %d but this dedupd knows only %d: "
+                         "it was migrated by a newer dedupd",
+                         applied, MIGRATION_CNT);
+                rc = STORE_ERROR;
+                goto error;
+        }
+        for (int v = applied + 1; v <= MIGRATION_CNT; v++) {
+                char vs[16];
+                const char *params[1] = {vs};
+                snprintf(vs, sizeof(vs), "%d", v);
+                if ((rc = store_exec(s, migrations[v - 1], err, errsz)) ||
+                    (rc = store_query(s, "INSERT INTO dedupd.schema_migrations (version) VALUES ($1::int)", 1,
+                              params, NULL, err, errsz)))
+                        goto error;
+                log_info("store", "applied schema migration %d", v);
+        }
+        return store_commit(s, err, errsz);
+error:
+        store_rollback(s);
+        return rc;
+}
+
+int store_schema_version(struct store *s, int *applied, int *known, char *err, size_t errsz)
+{
+        PGresult *r = NULL;
+        *known = MIGRATION_CNT;
+        *applied = 0;
+        if (store_query(s,
+                "SELECT CASE WHEN to_regclass('dedupd.schema_migrations') IS NULL THEN 0 "
+                "ELSE (SELECT coalesce(max(version), 0) FROM dedupd.schema_migrations) END",
+                0, NULL, &r, err, errsz))
+                return -1;
+        *applied = atoi(PQgetvalue(r, 0, 0));
+        PQclear(r);
+        return 0;
+}
+

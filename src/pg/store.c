@@ -1,0 +1,235 @@
+/* store: dedupd's connection to PostgreSQL — connect, run statements, classify failures, transactions. */
+#include "pg/store.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+
+struct store {
+        PGconn *conn;
+        char *conninfo;
+        int idle_tx_timeout_ms; /* idle_in_transaction_session_timeout; 0: 60 s */
+        char target[160];       /* "host:port/db" for logs: never the conninfo (secrets) */
+};
+
+static void set_err(char *err, size_t errsz, PGconn *conn, const PGresult *res)
+{
+        const char *m = res ? PQresultErrorMessage(res) : NULL;
+        if (!m || !*m)
+                m = conn ? PQerrorMessage(conn) : "no connection";
+        snprintf(err, errsz, "%s", m);
+        store_one_line(err);
+}
+
+void store_one_line(char *msg)
+{
+        /* libpq messages span lines ("...\n\tThis probably means..."); a log
+         * entry is one line. */
+        char *w = msg;
+        for (const char *r = msg; *r; r++) {
+                if (*r == '\n' || *r == '\t' || *r == '\r') {
+                        if (w > msg && w[-1] != ' ')
+                                *w++ = ' ';
+                        continue;
+                }
+                *w++ = *r;
+        }
+        while (w > msg && w[-1] == ' ')
+                w--;
+        *w = '\0';
+}
+
+/* Server notices and warnings go through the logger, on one line. */
+static void notice(void *arg, const char *message)
+{
+        char buf[1024];
+        (void)arg;
+        snprintf(buf, sizeof(buf), "%s", message);
+        store_one_line(buf);
+        log_warn("postgres", "%s", buf);
+}
+
+/* What each SQLSTATE dedupd tells apart means for it (PostgreSQL's
+ * Appendix A); a row ending in a class matches the whole class. */
+static const struct {
+        const char *sqlstate;
+        enum store_rc rc;
+} sqlstates[] = {
+        {"40001", STORE_RETRY}, /* serialization_failure */
+        {"40P01", STORE_RETRY}, /* deadlock_detected */
+        {"55P03", STORE_RETRY}, /* lock_not_available */
+        {"08", STORE_CONN},     /* class 08: connection exception */
+        {"57P", STORE_CONN},    /* admin_shutdown, crash_shutdown, cannot_connect_now */
+        {"53300", STORE_CONN},  /* too_many_connections */
+        {"42P01", STORE_UNDEFINED}, /* undefined_table */
+        {"3F000", STORE_UNDEFINED}, /* invalid_schema_name */
+};
+
+enum store_rc store_classify(PGconn *conn, const PGresult *res)
+{
+        const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+        if (!conn || PQstatus(conn) != CONNECTION_OK)
+                return STORE_CONN;
+        if (!state)
+                return res ? STORE_ERROR : STORE_CONN;
+        for (size_t i = 0; i < sizeof(sqlstates) / sizeof(sqlstates[0]); i++)
+                if (!strncmp(state, sqlstates[i].sqlstate, strlen(sqlstates[i].sqlstate)))
+                        return sqlstates[i].rc;
+        return STORE_ERROR;
+}
+
+static void describe_target(struct store *s)
+{
+        snprintf(s->target, sizeof(s->target), "%s:%s/%s",
+                 PQhost(s->conn) ? PQhost(s->conn) : "?", PQport(s->conn) ? PQport(s->conn) : "?",
+                 PQdb(s->conn) ? PQdb(s->conn) : "?");
+}
+
+struct store *store_new(const char *conninfo, int idle_tx_timeout_ms)
+{
+        struct store *s = calloc(1, sizeof(*s));
+        if (!s || !(s->conninfo = strdup(conninfo)))
+                abort();
+        s->idle_tx_timeout_ms = idle_tx_timeout_ms;
+        return s;
+}
+
+struct store *store_open(const char *conninfo, char *err, size_t errsz)
+{
+        struct store *s = store_new(conninfo, 0);
+        if (store_connect(s, err, errsz) != STORE_OK) {
+                store_free(s);
+                return NULL;
+        }
+        return s;
+}
+
+PGconn *store_conn(const struct store *s) { return s->conn; }
+
+const char *store_target(const struct store *s) { return s->target; }
+
+enum store_rc store_connect(struct store *s, char *err, size_t errsz)
+{
+        if (s->conn)
+                PQfinish(s->conn);
+        s->conn = PQconnectdb(s->conninfo);
+        if (PQstatus(s->conn) != CONNECTION_OK) {
+                /* PQerrorMessage names host and port, never the password. */
+                set_err(err, errsz, s->conn, NULL);
+                PQfinish(s->conn);
+                s->conn = NULL;
+                return STORE_CONN;
+        }
+        describe_target(s);
+        PQsetNoticeProcessor(s->conn, notice, NULL);
+        /* NOTICEs ("already exists, skipping") are noise; WARNINGs are not.
+         * A zombie (a stopped process holding a transaction) blocks its
+         * successor's claims: bound how long an idle transaction may live. */
+        char idle[24];
+        snprintf(idle, sizeof(idle), "%d", s->idle_tx_timeout_ms > 0 ? s->idle_tx_timeout_ms : 60000);
+        const char *params[1] = {idle};
+        PGresult *r = PQexecParams(s->conn,
+                                   "SELECT set_config('application_name', 'dedupd', false),"
+                                   " set_config('client_min_messages', 'warning', false),"
+                                   " set_config('idle_in_transaction_session_timeout', $1, false)",
+                                   1, NULL, params, NULL, NULL, 0);
+        PQclear(r);
+        return STORE_OK;
+}
+
+void store_free(struct store *s)
+{
+        if (!s)
+                return;
+        if (s->conn)
+                PQfinish(s->conn);
+        free(s->conninfo);
+        free(s);
+}
+
+int store_ok(const struct store *s) { return s->conn && PQstatus(s->conn) == CONNECTION_OK; }
+
+int store_idle(const struct store *s) { return store_ok(s) && PQtransactionStatus(s->conn) == PQTRANS_IDLE; }
+
+enum store_rc store_exec(struct store *s, const char *sql, char *err, size_t errsz)
+{
+        PGresult *r;
+        enum store_rc rc = STORE_OK;
+        if (!s->conn) {
+                snprintf(err, errsz, "not connected");
+                return STORE_CONN;
+        }
+        r = PQexec(s->conn, sql);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
+                set_err(err, errsz, s->conn, r);
+                rc = store_classify(s->conn, r);
+        }
+        PQclear(r);
+        return rc;
+}
+
+enum store_rc store_begin(struct store *s, char *err, size_t errsz)
+{
+        return store_exec(s, "BEGIN", err, errsz);
+}
+
+enum store_rc store_commit(struct store *s, char *err, size_t errsz)
+{
+        return store_exec(s, "COMMIT", err, errsz);
+}
+
+void store_rollback(struct store *s)
+{
+        char err[256];
+        if (s->conn && PQtransactionStatus(s->conn) != PQTRANS_IDLE &&
+            PQstatus(s->conn) == CONNECTION_OK)
+                store_exec(s, "ROLLBACK", err, sizeof(err));
+}
+
+/* Run a parameterised statement; parameters are text unless formats says binary. */
+static enum store_rc run_params(struct store *s, const char *sql, int nparams, const char *const *params,
+                                const int *lengths, const int *formats, PGresult **out, char *err,
+                                size_t errsz)
+{
+        PGresult *r;
+        enum store_rc rc = STORE_OK;
+        if (!s->conn) {
+                snprintf(err, errsz, "not connected");
+                return STORE_CONN;
+        }
+        r = PQexecParams(s->conn, sql, nparams, NULL, params, lengths, formats, 0);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
+                set_err(err, errsz, s->conn, r);
+                rc = store_classify(s->conn, r);
+                PQclear(r);
+                return rc;
+        }
+        if (out)
+                *out = r;
+        else
+                PQclear(r);
+        return rc;
+}
+
+static enum store_rc run(struct store *s, const char *sql, int nparams, const char *const *params,
+                         PGresult **out, char *err, size_t errsz)
+{
+        return run_params(s, sql, nparams, params, NULL, NULL, out, err, errsz);
+}
+
+enum store_rc store_query(struct store *s, const char *sql, int nparams, const char *const *params,
+                          PGresult **out, char *err, size_t errsz)
+{
+        return run(s, sql, nparams, params, out, err, errsz);
+}
+
+enum store_rc store_query_binary(struct store *s, const char *sql, int nparams, const char *const *params,
+                                 const int *lengths, const int *formats, PGresult **out, char *err,
+                                 size_t errsz)
+{
+        return run_params(s, sql, nparams, params, lengths, formats, out, err, errsz);
+}
+

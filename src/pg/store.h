@@ -1,0 +1,63 @@
+/* store: dedupd's connection to PostgreSQL — connect, run statements, classify failures, transactions. */
+#ifndef DEDUPD_PG_STORE_H
+#define DEDUPD_PG_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libpq-fe.h>
+
+/** How a failed statement should be treated. */
+enum store_rc {
+        STORE_OK = 0,
+        STORE_RETRY, /* serialization failure, deadlock, lock timeout: roll back, retry */
+        STORE_CONN,  /* connection lost or server shutting down: reconnect, retry */
+        STORE_ERROR, /* anything else: roll back, log, retry with backoff */
+        STORE_UNDEFINED, /* a relation or schema that does not exist (not migrated): an error, or "nothing yet" */
+};
+
+/*
+ * Every statement on dedupd.* goes through a store, and lives in pg/: the
+ * layers above see functions, never SQL. The store is opaque; its PGconn
+ * is handed out only for the handler's transaction and the watchdog.
+ */
+struct store;
+
+/** A store for conninfo, not connected yet. idle_tx_timeout_ms bounds how
+ *  long a transaction may sit idle (a stopped zombie), 0: 60 s. */
+struct store *store_new(const char *conninfo, int idle_tx_timeout_ms);
+/** Disconnect and free (NULL is fine). */
+void store_free(struct store *s);
+/** (Re)connect; the conninfo (it may hold a password) is never logged. */
+enum store_rc store_connect(struct store *s, char *err, size_t errsz) __attribute__((warn_unused_result));
+/** store_new and store_connect in one; NULL with the reason in err. */
+struct store *store_open(const char *conninfo, char *err, size_t errsz);
+/** The connection: the handler's transaction, the watchdog's cancel. NULL when not connected. */
+PGconn *store_conn(const struct store *s);
+/** "host:port/db", for messages: never the conninfo (secrets). */
+const char *store_target(const struct store *s);
+/** 1 when the connection is usable. */
+int store_ok(const struct store *s);
+/** 1 when the connection is usable and no transaction is open on it. */
+int store_idle(const struct store *s);
+
+enum store_rc store_exec(struct store *s, const char *sql, char *err, size_t errsz);
+/** A parameterised statement (all parameters text). On success *out (when
+ *  out is not NULL) holds the result, to be PQclear'ed by the caller. */
+enum store_rc store_query(struct store *s, const char *sql, int nparams, const char *const *params,
+                          PGresult **out, char *err, size_t errsz);
+/** The same, with binary parameters where formats[i] is 1 (lengths[i] bytes). */
+enum store_rc store_query_binary(struct store *s, const char *sql, int nparams, const char *const *params,
+                                 const int *lengths, const int *formats, PGresult **out, char *err,
+                                 size_t errsz);
+enum store_rc store_begin(struct store *s, char *err, size_t errsz);
+enum store_rc store_commit(struct store *s, char *err, size_t errsz);
+void store_rollback(struct store *s);
+
+/** Fold a libpq message onto one line, in place. */
+void store_one_line(char *msg);
+
+/** Classify a failed result (or a NULL result) on conn. */
+enum store_rc store_classify(PGconn *conn, const PGresult *res);
+
+#endif /* DEDUPD_PG_STORE_H */

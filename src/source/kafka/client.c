@@ -1,0 +1,117 @@
+/* client: the one place librdkafka clients are built from the config — the kafka: map, dedupd's own settings, logging. */
+#include "source/kafka/client.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+
+static const char *const consumer_props[] = {
+        "group.id", "group.instance.id", "auto.offset.reset", "enable.auto.commit",
+        "auto.commit.interval.ms", "enable.auto.offset.store", "session.timeout.ms",
+        "max.poll.interval.ms", "heartbeat.interval.ms", "partition.assignment.strategy",
+        "fetch.min.bytes", "fetch.max.bytes", "fetch.wait.max.ms", "max.partition.fetch.bytes",
+        "fetch.message.max.bytes", "queued.min.messages", "queued.max.messages.kbytes",
+        "enable.partition.eof", "check.crcs", "isolation.level", "group.protocol.type",
+        "coordinator.query.interval.ms", "allow.auto.create.topics", "auto.commit.enable",
+        "offset.store.method", "consume.callback.max.messages", "client.rack",
+};
+
+int kafka_is_consumer_property(const char *name)
+{
+        for (size_t i = 0; i < sizeof(consumer_props) / sizeof(*consumer_props); i++)
+                if (!strcmp(name, consumer_props[i]))
+                        return 1;
+        return 0;
+}
+
+const char *kafka_property(const struct config *cfg, const char *name)
+{
+        for (size_t i = 0; i < cfg->kafka_cnt; i++)
+                if (!strcmp(cfg->kafka[i].name, name))
+                        return cfg->kafka[i].value;
+        return NULL;
+}
+
+int kafka_user_set(const struct config *cfg, const char *name) { return kafka_property(cfg, name) != NULL; }
+
+/* librdkafka's syslog levels onto dedupd's. */
+static int level_of(int syslog_level)
+{
+        return syslog_level <= 3 ? LOG_ERROR : syslog_level == 4 ? LOG_WARN : syslog_level <= 6 ? LOG_INFO : LOG_DEBUG;
+}
+
+static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+        const char *name = rd_kafka_name(rk);
+        LOG(level_of(level), strstr(name, "producer") ? "kafka:producer" : "kafka", "%s: %s", fac, buf);
+}
+
+static void quiet_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+        (void)rk;
+        (void)level;
+        log_debug("kafka", "%s: %s", fac, buf);
+}
+
+rd_kafka_conf_t *kafka_conf(const struct config *cfg, enum kafka_role role, const char *const *extra,
+                            char *err, size_t errsz)
+{
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        for (size_t i = 0; i < cfg->kafka_cnt; i++) {
+                if (role != KAFKA_ROLE_CONSUMER && kafka_is_consumer_property(cfg->kafka[i].name))
+                        continue;
+                if (rd_kafka_conf_set(conf, cfg->kafka[i].name, cfg->kafka[i].value, err, errsz) != RD_KAFKA_CONF_OK)
+                        goto error;
+        }
+        for (size_t i = 0; extra && extra[i]; i += 2)
+                if (rd_kafka_conf_set(conf, extra[i], extra[i + 1], err, errsz) != RD_KAFKA_CONF_OK)
+                        goto error;
+        rd_kafka_conf_set_log_cb(conf, role == KAFKA_ROLE_ADMIN ? quiet_log_cb : log_cb);
+        return conf;
+error:
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+}
+
+rd_kafka_t *kafka_client(const struct config *cfg, rd_kafka_type_t type, enum kafka_role role,
+                         const char *group, char *err, size_t errsz)
+{
+        const char *const with_group[] = {"group.id", group, "enable.auto.commit", "false",
+                                          "enable.auto.offset.store", "false", NULL};
+        rd_kafka_conf_t *conf = kafka_conf(cfg, role, group ? with_group : NULL, err, errsz);
+        rd_kafka_t *rk;
+        if (!conf)
+                return NULL;
+        rk = rd_kafka_new(type, conf, err, errsz);
+        if (!rk)
+                rd_kafka_conf_destroy(conf); /* on success conf is owned by rk */
+        return rk;
+}
+
+int kafka_partition_count(rd_kafka_t *rk, const char *topic, char *err, size_t errsz)
+{
+        const struct rd_kafka_metadata *md;
+        rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
+        rd_kafka_resp_err_t e;
+        int n = -1;
+
+        if (!t) {
+                snprintf(err, errsz, "topic %s: %s", topic, rd_kafka_err2str(rd_kafka_last_error()));
+                return -1;
+        }
+        e = rd_kafka_metadata(rk, 0, t, &md, KAFKA_TIMEOUT_MS);
+        if (e) {
+                snprintf(err, errsz, "cannot read the metadata of topic %s: %s", topic, rd_kafka_err2str(e));
+        } else {
+                if (md->topic_cnt != 1 || md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+                        snprintf(err, errsz, "topic %s does not exist", topic);
+                else if (md->topics[0].err)
+                        snprintf(err, errsz, "topic %s: %s", topic, rd_kafka_err2str(md->topics[0].err));
+                else
+                        n = md->topics[0].partition_cnt;
+                rd_kafka_metadata_destroy(md);
+        }
+        rd_kafka_topic_destroy(t);
+        return n;
+}

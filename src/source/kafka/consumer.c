@@ -1,0 +1,331 @@
+/* consumer: the Kafka source — a consumer in the group, its rebalances, messages handed over, positions committed after COMMIT. */
+#include "source/kafka/consumer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "base/log.h"
+#include "source/kafka/client.h"
+
+struct kafka_source {
+        struct source base; /* first: a struct source * is a struct kafka_source * */
+        rd_kafka_t *rk;
+        const struct config *cfg;
+        struct source_events ev;
+        int fatal;
+        char fatal_msg[512];
+        struct log_ratelimit rl;
+};
+
+static struct kafka_source *of(struct source *src) { return (struct kafka_source *)src; }
+
+static int topic_index(const struct config *cfg, const char *name)
+{
+        for (size_t i = 0; i < cfg->topic_cnt; i++)
+                if (!strcmp(cfg->topics[i].name, name))
+                        return (int)i;
+        return -1;
+}
+
+/* ---- messages ---------------------------------------------------------------- */
+
+static void msg_release(struct source *src, struct pl_msg *m)
+{
+        (void)src;
+        if (!m)
+                return;
+        pl_msg_clear(m);
+        free(m->headers);
+        rd_kafka_message_destroy(m->source);
+        free(m);
+}
+
+static void wrap_headers(rd_kafka_message_t *rkm, struct pl_msg *m)
+{
+        rd_kafka_headers_t *hdrs = NULL;
+        if (rd_kafka_message_headers(rkm, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR)
+                return;
+        size_t cnt = rd_kafka_header_cnt(hdrs);
+        if (!(m->headers = calloc(cnt ? cnt : 1, sizeof(*m->headers))))
+                abort();
+        for (size_t i = 0; i < cnt; i++) {
+                const char *name;
+                const void *val;
+                size_t size;
+                if (rd_kafka_header_get_all(hdrs, i, &name, &val, &size))
+                        break;
+                m->headers[m->header_cnt++] = (struct dedupd_header){name, val, size};
+        }
+}
+
+static struct pl_msg *msg_wrap(rd_kafka_message_t *rkm, size_t topic_idx)
+{
+        struct pl_msg *m = calloc(1, sizeof(*m));
+        rd_kafka_timestamp_type_t tstype;
+        if (!m)
+                abort();
+        m->source = rkm;
+        m->topic_idx = topic_idx;
+        m->topic = rd_kafka_topic_name(rkm->rkt);
+        m->partition = rkm->partition;
+        m->offset = rkm->offset;
+        m->timestamp_ms = rd_kafka_message_timestamp(rkm, &tstype);
+        m->key = rkm->key;
+        m->key_len = rkm->key_len;
+        m->value = rkm->payload;
+        m->value_len = rkm->len;
+        wrap_headers(rkm, m);
+        return m;
+}
+
+static struct pl_msg *poll_one(struct source *src, int timeout_ms)
+{
+        struct kafka_source *k = of(src);
+        rd_kafka_message_t *rkm = rd_kafka_consumer_poll(k->rk, timeout_ms);
+        if (!rkm)
+                return NULL;
+        if (rkm->err) {
+                if (rkm->err != RD_KAFKA_RESP_ERR__PARTITION_EOF && log_ratelimit_ok(&k->rl, 3, 10000))
+                        log_warn("kafka", "consumer: %s", rd_kafka_message_errstr(rkm));
+                rd_kafka_message_destroy(rkm);
+                return NULL;
+        }
+        int t = topic_index(k->cfg, rd_kafka_topic_name(rkm->rkt));
+        if (t < 0) {
+                /* Not handed over, so never acknowledged. */
+                log_error("kafka", "a message of %s, a topic this config does not consume", rd_kafka_topic_name(rkm->rkt));
+                rd_kafka_message_destroy(rkm);
+                return NULL;
+        }
+        return msg_wrap(rkm, (size_t)t);
+}
+
+/* ---- positions ---------------------------------------------------------------- */
+
+static rd_kafka_topic_partition_list_t *list_of(const struct config *cfg, const struct pl_part *parts, size_t n)
+{
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
+        for (size_t i = 0; i < n; i++)
+                rd_kafka_topic_partition_list_add(l, cfg->topics[parts[i].topic_idx].name, parts[i].partition);
+        return l;
+}
+
+static void ack(struct source *src, const struct pl_commit *commits, size_t n)
+{
+        struct kafka_source *k = of(src);
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
+        for (size_t i = 0; i < n; i++)
+                rd_kafka_topic_partition_list_add(l, commits[i].topic, commits[i].partition)->offset =
+                        commits[i].next_offset;
+        /* A partition revoked meanwhile is refused here; its next owner starts
+         * from the database anyway. */
+        rd_kafka_offsets_store(k->rk, l);
+        rd_kafka_commit(k->rk, l, 1 /* async */);
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+static void pause_parts(struct source *src, const struct pl_part *parts, size_t n, int pause)
+{
+        struct kafka_source *k = of(src);
+        rd_kafka_topic_partition_list_t *l = list_of(k->cfg, parts, n);
+        if (pause)
+                rd_kafka_pause_partitions(k->rk, l);
+        else
+                rd_kafka_resume_partitions(k->rk, l);
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* ---- rebalances ----------------------------------------------------------------- */
+
+/* A crash between COMMIT and the Kafka commit leaves Kafka behind the table;
+ * if nothing more arrives on that partition nothing would ever move it, and
+ * lag monitoring would show a lag that is not there. Hand Kafka the
+ * database's position now. */
+static void commit_known_positions(struct kafka_source *k, const rd_kafka_topic_partition_list_t *parts)
+{
+        rd_kafka_topic_partition_list_t *known = rd_kafka_topic_partition_list_new(parts->cnt);
+        for (int i = 0; i < parts->cnt; i++)
+                if (parts->elems[i].offset >= 0)
+                        rd_kafka_topic_partition_list_add(known, parts->elems[i].topic, parts->elems[i].partition)
+                                ->offset = parts->elems[i].offset;
+        if (known->cnt) {
+                rd_kafka_offsets_store(k->rk, known);
+                rd_kafka_commit(k->rk, known, 1 /* async */);
+        }
+        rd_kafka_topic_partition_list_destroy(known);
+}
+
+/* The partitions of a rebalance list that this config consumes. */
+static size_t parts_of(const struct kafka_source *k, const rd_kafka_topic_partition_list_t *l, struct pl_part *out,
+                       int *elem)
+{
+        size_t n = 0;
+        for (int i = 0; i < l->cnt; i++) {
+                int t = topic_index(k->cfg, l->elems[i].topic);
+                if (t < 0)
+                        continue;
+                elem[n] = i;
+                out[n++] = (struct pl_part){(size_t)t, l->elems[i].partition};
+        }
+        return n;
+}
+
+static void assign(struct kafka_source *k, rd_kafka_topic_partition_list_t *l)
+{
+        struct pl_part parts[l->cnt ? l->cnt : 1];
+        int64_t start[l->cnt ? l->cnt : 1];
+        int elem[l->cnt ? l->cnt : 1];
+        size_t n = parts_of(k, l, parts, elem);
+        for (size_t i = 0; i < n; i++)
+                start[i] = -1;
+        k->ev.assigned(k->ev.opaque, parts, n, start);
+        /* Where the runner knows a position (the database's), it is authoritative. */
+        for (size_t i = 0; i < n; i++)
+                l->elems[elem[i]].offset = start[i] >= 0 ? start[i] : RD_KAFKA_OFFSET_INVALID;
+        rd_kafka_assign(k->rk, l);
+        k->ev.settled(k->ev.opaque);
+        commit_known_positions(k, l);
+}
+
+static void revoke(struct kafka_source *k, const rd_kafka_topic_partition_list_t *l)
+{
+        if (l) {
+                struct pl_part parts[l->cnt ? l->cnt : 1];
+                int elem[l->cnt ? l->cnt : 1];
+                size_t n = parts_of(k, l, parts, elem);
+                k->ev.revoked(k->ev.opaque, parts, n);
+        } else {
+                k->ev.revoked(k->ev.opaque, NULL, 0);
+        }
+        rd_kafka_assign(k->rk, NULL);
+}
+
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
+                         void *opaque)
+{
+        struct kafka_source *k = opaque;
+        (void)rk;
+        switch (err) {
+        case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+                assign(k, parts);
+                break;
+        case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
+                revoke(k, parts);
+                break;
+        default:
+                log_error("kafka", "rebalance error: %s", rd_kafka_err2str(err));
+                revoke(k, NULL);
+                break;
+        }
+}
+
+static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+        struct kafka_source *k = opaque;
+        if (err == RD_KAFKA_RESP_ERR__FATAL) {
+                char buf[256];
+                rd_kafka_fatal_error(rk, buf, sizeof(buf));
+                snprintf(k->fatal_msg, sizeof(k->fatal_msg), "fatal Kafka error: %s", buf);
+                k->fatal = 1;
+                return;
+        }
+        if (log_ratelimit_ok(&k->rl, 3, 10000))
+                log_warn("kafka", "%s: %s", rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+}
+
+/* ---- life ------------------------------------------------------------------------ */
+
+static const char *failure(struct source *src) { return of(src)->fatal ? of(src)->fatal_msg : NULL; }
+
+/* Everything committed to the database is acknowledged: make it visible to
+ * lag monitoring before leaving the group. */
+static void close_source(struct source *src)
+{
+        struct kafka_source *k = of(src);
+        rd_kafka_resp_err_t e = rd_kafka_commit(k->rk, NULL, 0);
+        if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET)
+                log_warn("kafka", "final offset commit: %s", rd_kafka_err2str(e));
+        e = rd_kafka_consumer_close(k->rk);
+        if (e)
+                log_warn("kafka", "leaving the group: %s", rd_kafka_err2str(e));
+}
+
+static void destroy(struct source *src)
+{
+        struct kafka_source *k = of(src);
+        if (k->rk)
+                rd_kafka_destroy(k->rk);
+        free(k);
+}
+
+static const struct source_ops kafka_ops = {
+        .poll = poll_one,
+        .release = msg_release,
+        .ack = ack,
+        .pause = pause_parts,
+        .failure = failure,
+        .close = close_source,
+        .destroy = destroy,
+};
+
+/* dedupd's own settings over the kafka: map: offsets are stored only after
+ * the database COMMIT. */
+static rd_kafka_conf_t *consumer_conf(const struct config *cfg, char *err, size_t errsz)
+{
+        rd_kafka_conf_t *conf = kafka_conf(cfg, KAFKA_ROLE_CONSUMER, NULL, err, errsz);
+        if (!conf)
+                return NULL;
+        if (rd_kafka_conf_set(conf, "enable.auto.offset.store", "false", err, errsz) ||
+            (!kafka_user_set(cfg, "auto.offset.reset") &&
+             rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, errsz)) ||
+            (!kafka_user_set(cfg, "enable.auto.commit") &&
+             rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, errsz))) {
+                rd_kafka_conf_destroy(conf);
+                return NULL;
+        }
+        return conf;
+}
+
+static int subscribe(struct kafka_source *k, char *err, size_t errsz)
+{
+        rd_kafka_topic_partition_list_t *subs = rd_kafka_topic_partition_list_new((int)k->cfg->topic_cnt);
+        for (size_t i = 0; i < k->cfg->topic_cnt; i++)
+                rd_kafka_topic_partition_list_add(subs, k->cfg->topics[i].name, RD_KAFKA_PARTITION_UA);
+        rd_kafka_resp_err_t e = rd_kafka_subscribe(k->rk, subs);
+        rd_kafka_topic_partition_list_destroy(subs);
+        if (e)
+                snprintf(err, errsz, "subscribe failed: %s", rd_kafka_err2str(e));
+        return e ? -1 : 0;
+}
+
+struct source *kafka_source_new(const struct config *cfg, struct source_events ev, char *err, size_t errsz)
+{
+        struct kafka_source *k = calloc(1, sizeof(*k));
+        rd_kafka_conf_t *conf;
+
+        if (!k)
+                abort();
+        k->base.ops = &kafka_ops;
+        k->cfg = cfg;
+        k->ev = ev;
+        if (!(conf = consumer_conf(cfg, err, errsz)))
+                goto error;
+        rd_kafka_conf_set_opaque(conf, k);
+        rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
+        rd_kafka_conf_set_error_cb(conf, error_cb);
+        if (!(k->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, errsz))) {
+                rd_kafka_conf_destroy(conf);
+                goto error;
+        }
+        /* conf is now owned by rk */
+        rd_kafka_poll_set_consumer(k->rk);
+        if (subscribe(k, err, errsz))
+                goto error;
+        return &k->base;
+error:
+        destroy(&k->base);
+        return NULL;
+}

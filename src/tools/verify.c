@@ -1,0 +1,357 @@
+/* verify: audit the dedup tables, the handlers' evidence and the lag, and list every anomaly. */
+#include "tools/verify.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "core/loader.h"
+#include "pg/audit.h"
+#include "pg/offsets.h"
+#include "pg/store.h"
+#include "source/kafka/client.h"
+
+
+static const char *const statuses[] = {"DONE", "FAILED", "PENDING", "EXPIRED"};
+#define STATUS_CNT 4
+
+static const char *const evidence_checks[STORE_EVIDENCE_CHECKS] = {
+        "keys with more than one effect",
+        "DONE keys with no effect",
+        "FAILED keys with an effect",
+};
+static const char *const evidence_kinds[STORE_EVIDENCE_CHECKS] = {"two-effects", "done-without-effect",
+                                                                 "failed-with-effect"};
+
+/* Anomalies, each one line, printed together at the end. */
+struct findings {
+        char **lines;
+        size_t cnt, cap;
+};
+
+static void add(struct findings *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add(struct findings *f, const char *fmt, ...)
+{
+        va_list ap;
+        char *line = NULL;
+        if (f->cnt == f->cap) {
+                size_t cap = f->cap ? f->cap * 2 : 64;
+                char **nl = realloc(f->lines, cap * sizeof(*nl));
+                if (!nl)
+                        abort(); /* out of memory writing a report: nothing sane to do */
+                f->lines = nl;
+                f->cap = cap;
+        }
+        va_start(ap, fmt);
+        if (vasprintf(&line, fmt, ap) < 0)
+                abort();
+        va_end(ap);
+        f->lines[f->cnt++] = line;
+}
+
+static void findings_free(struct findings *f)
+{
+        for (size_t i = 0; i < f->cnt; i++)
+                free(f->lines[i]);
+        free(f->lines);
+}
+
+/* "payments/2 offset 17", from columns topic, partition, offset (NULL-able). */
+static void origin(const PGresult *r, int row, int col, char *buf, size_t sz)
+{
+        if (PQgetisnull(r, row, col))
+                snprintf(buf, sz, "no dedup record");
+        else
+                snprintf(buf, sz, "from %s/%s offset %s", PQgetvalue(r, row, col), PQgetvalue(r, row, col + 1),
+                         PQgetvalue(r, row, col + 2));
+}
+
+static int keys_by_status(struct store *s, const char *ns, struct findings *f, char *err, size_t errsz)
+{
+        int64_t cnt[STATUS_CNT] = {0}, total = 0;
+        PGresult *r = NULL;
+        if (store_audit_statuses(s, ns, &r, err, errsz))
+                return -1;
+        for (int row = 0; row < PQntuples(r); row++)
+                for (int k = 0; k < STATUS_CNT; k++)
+                        if (!strcmp(PQgetvalue(r, row, 0), statuses[k]))
+                                cnt[k] = strtoll(PQgetvalue(r, row, 1), NULL, 10);
+        PQclear(r);
+        printf("keys by status\n");
+        for (int k = 0; k < STATUS_CNT; k++) {
+                printf("  %-32s %10" PRId64 "\n", statuses[k], cnt[k]);
+                total += cnt[k];
+        }
+        printf("  %-32s %10" PRId64 "\n", "total", total);
+
+        if (store_audit_in_doubt(s, ns, &r, err, errsz))
+                return -1;
+        for (int row = 0; row < PQntuples(r); row++) {
+                char o[256];
+                origin(r, row, 2, o, sizeof(o));
+                add(f, "in-doubt: key %s (%s): %s since %s", PQgetvalue(r, row, 0), o, PQgetvalue(r, row, 1),
+                    PQgetvalue(r, row, 5));
+        }
+        printf("  %-32s %10d\n", "in doubt (EXPIRED, PENDING>10m)", PQntuples(r));
+        PQclear(r);
+        return 0;
+}
+
+static int counters(struct store *s, const struct config *cfg, const struct verify_opts *o, char *err,
+                    size_t errsz)
+{
+        static const char *const names[] = {"consumed", "applied", "rejected", "duplicates absorbed",
+                                            "dead-lettered"};
+        PGresult *r = NULL;
+        if (store_audit_counters(s, cfg->namespace, &r, err, errsz))
+                return -1;
+        printf("\nrecords vs keys (dedupd.offsets, all time)\n");
+        for (int c = 0; c < 5; c++) {
+                printf("  %-32s %10s", names[c], PQgetvalue(r, 0, c));
+                if (c == 1)
+                        printf("   DONE keys   %s", PQgetvalue(r, 0, 5));
+                else if (c == 2)
+                        printf("   FAILED keys %s", PQgetvalue(r, 0, 6));
+                printf("\n");
+        }
+        printf("  %-32s %10s\n", "distinct keys", PQgetvalue(r, 0, 7));
+        PQclear(r);
+        if (o->since_ms < 0)
+                return 0;
+        if (store_audit_since(s, cfg->namespace, o->since_ms, &r, err, errsz))
+                return -1;
+        printf("\nsince %s (dedupd.progress_log, %s batches)\n", PQgetvalue(r, 0, 6), PQgetvalue(r, 0, 5));
+        for (int c = 0; c < 5; c++)
+                printf("  %-32s %10s\n", names[c], PQgetvalue(r, 0, c));
+        PQclear(r);
+        return 0;
+}
+
+/* The evidence a handler declares (descriptor fields), and the topics it serves. */
+struct evidence {
+        char *handler, *table, *column;
+        const char **topics;
+        size_t ntopics;
+};
+
+static struct evidence *evidence_find(struct evidence *ev, size_t n, const char *table, const char *column)
+{
+        for (size_t i = 0; i < n; i++)
+                if (!strcmp(ev[i].table, table) && !strcmp(ev[i].column, column))
+                        return &ev[i];
+        return NULL;
+}
+
+/* Each configured topic's handler, asked for its evidence (loading runs
+ * nothing of it but its descriptor function). */
+static size_t evidence_of(const struct config *cfg, struct evidence *ev)
+{
+        size_t n = 0;
+        for (size_t t = 0; t < cfg->topic_cnt; t++) {
+                struct handler h = {0};
+                char lerr[512];
+                if (loader_open(&h, cfg->topics[t].handler_path, lerr, sizeof(lerr))) {
+                        printf("  (topic %s: handler not loadable, its effects are not checked: %s)\n",
+                               cfg->topics[t].name, lerr);
+                        continue;
+                }
+                const struct dedupd_handler *d = h.desc;
+                const char *table = DEDUPD_HANDLER_HAS(d, evidence_table) ? d->evidence_table : NULL;
+                const char *column = DEDUPD_HANDLER_HAS(d, evidence_key_column) && d->evidence_key_column
+                                             ? d->evidence_key_column
+                                             : "idem_key";
+                if (!table) {
+                        printf("  (topic %s: handler %s declares no evidence table: only keys, counters and "
+                               "lag are checked)\n",
+                               cfg->topics[t].name, d->name ? d->name : "?");
+                        loader_close(&h);
+                        continue;
+                }
+                struct evidence *e = evidence_find(ev, n, table, column);
+                if (!e) {
+                        e = &ev[n++];
+                        *e = (struct evidence){strdup(d->name ? d->name : "?"), strdup(table), strdup(column),
+                                               calloc(cfg->topic_cnt, sizeof(char *)), 0};
+                        if (!e->handler || !e->table || !e->column || !e->topics)
+                                abort();
+                }
+                e->topics[e->ntopics++] = cfg->topics[t].name;
+                loader_close(&h);
+        }
+        return n;
+}
+
+static int evidence_check(struct store *s, const struct config *cfg, const struct evidence *e,
+                          struct findings *f, char *err, size_t errsz)
+{
+        char shown[256] = "";
+        int exists = 0;
+        if (store_relation_exists(s, e->table, &exists, err, errsz))
+                return -1;
+        if (!exists) {
+                printf("  %s: no table %s yet\n", e->handler, e->table);
+                return 0;
+        }
+        for (size_t i = 0; i < e->ntopics; i++)
+                snprintf(shown + strlen(shown), sizeof(shown) - strlen(shown), "%s%s", i ? ", " : "", e->topics[i]);
+        printf("  %s (handler %s, topic%s %s)\n", e->table, e->handler, e->ntopics > 1 ? "s" : "", shown);
+        for (int c = 0; c < STORE_EVIDENCE_CHECKS; c++) {
+                PGresult *r = NULL;
+                if (store_audit_evidence(s, cfg->namespace, e->table, e->column, e->topics, e->ntopics,
+                                         (enum store_evidence_check)c, &r, err, errsz))
+                        return -1;
+                for (int row = 0; row < PQntuples(r); row++) {
+                        char o[256];
+                        origin(r, row, 2, o, sizeof(o));
+                        add(f, "%s: key %s (%s): %s row%s in %s", evidence_kinds[c], PQgetvalue(r, row, 0), o,
+                            PQgetvalue(r, row, 1), strcmp(PQgetvalue(r, row, 1), "1") ? "s" : "", e->table);
+                }
+                printf("    %-30s %10d\n", evidence_checks[c], PQntuples(r));
+                PQclear(r);
+        }
+        return 0;
+}
+
+static int evidence(struct store *s, const struct config *cfg, struct findings *f, char *err, size_t errsz)
+{
+        struct evidence *ev = calloc(cfg->topic_cnt ? cfg->topic_cnt : 1, sizeof(*ev));
+        size_t n;
+        int rc = 0;
+
+        if (!ev)
+                abort();
+        printf("\neffects (the evidence each handler declares)\n");
+        n = evidence_of(cfg, ev);
+        for (size_t i = 0; i < n && !rc; i++)
+                rc = evidence_check(s, cfg, &ev[i], f, err, errsz);
+        for (size_t i = 0; i < n; i++) {
+                free(ev[i].handler);
+                free(ev[i].table);
+                free(ev[i].column);
+                free(ev[i].topics);
+        }
+        free(ev);
+        return rc;
+}
+
+/* High watermark minus dedupd's next offset and minus Kafka's committed
+ * offset, per partition of every configured topic. */
+static int lag(struct store *s, const struct config *cfg, const struct verify_opts *o, struct findings *f,
+               char *err, size_t errsz)
+{
+        const char *group = kafka_property(cfg, "group.id");
+        rd_kafka_t *rk = kafka_client(cfg, RD_KAFKA_CONSUMER, KAFKA_ROLE_CLIENT, group, err, errsz);
+        int64_t db_total = 0, kafka_total = 0;
+        int rc = -1;
+
+        if (!rk)
+                return -1;
+        printf("\nlag (group %s: high watermark minus position; no position counts from the low watermark)\n",
+               group ? group : "?");
+        printf("  %-24s %9s %12s %12s %9s %12s %9s\n", "topic", "partition", "high", "dedupd", "lag", "kafka",
+               "lag");
+        for (size_t t = 0; t < cfg->topic_cnt; t++) {
+                const char *topic = cfg->topics[t].name;
+                int n = kafka_partition_count(rk, topic, err, errsz);
+                struct store_position *pos = NULL;
+                size_t npos = 0;
+                rd_kafka_topic_partition_list_t *l;
+                rd_kafka_resp_err_t e;
+
+                if (n < 0)
+                        goto out;
+                if (store_positions(s, cfg->namespace, topic, &pos, &npos, err, errsz))
+                        goto out;
+                l = rd_kafka_topic_partition_list_new(n);
+                for (int p = 0; p < n; p++)
+                        rd_kafka_topic_partition_list_add(l, topic, p);
+                if ((e = rd_kafka_committed(rk, l, KAFKA_TIMEOUT_MS))) {
+                        snprintf(err, errsz, "committed offsets of group %s: %s", group, rd_kafka_err2str(e));
+                        rd_kafka_topic_partition_list_destroy(l);
+                        free(pos);
+                        goto out;
+                }
+                for (int p = 0; p < n && !e; p++) {
+                        int64_t lo, hi, db = -1, kc = l->elems[p].offset;
+                        if ((e = rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi, KAFKA_TIMEOUT_MS))) {
+                                snprintf(err, errsz, "watermarks of %s/%d: %s", topic, p, rd_kafka_err2str(e));
+                                break;
+                        }
+                        for (size_t k = 0; k < npos; k++)
+                                if (pos[k].partition == p)
+                                        db = pos[k].next_offset;
+                        int64_t dlag = hi - (db >= 0 ? db : lo), klag = hi - (kc >= 0 ? kc : lo);
+                        char dbs[24] = "-", ks[24] = "-";
+                        if (db >= 0)
+                                snprintf(dbs, sizeof(dbs), "%" PRId64, db);
+                        if (kc >= 0)
+                                snprintf(ks, sizeof(ks), "%" PRId64, kc);
+                        printf("  %-24s %9d %12" PRId64 " %12s %9" PRId64 " %12s %9" PRId64 "\n", topic, p, hi,
+                               dbs, dlag, ks, klag);
+                        db_total += dlag;
+                        kafka_total += klag;
+                        if (o->expect_caught_up && (dlag > 0 || klag > 0))
+                                add(f, "lag: %s/%d is not caught up: high watermark %" PRId64 ", dedupd at %s"
+                                       " (lag %" PRId64 "), Kafka's committed offset %s (lag %" PRId64 ")",
+                                    topic, p, hi, dbs, dlag, ks, klag);
+                }
+                rd_kafka_topic_partition_list_destroy(l);
+                free(pos);
+                if (e)
+                        goto out;
+        }
+        printf("  %-24s %9s %12s %12s %9" PRId64 " %12s %9" PRId64 "\n", "total", "", "", "", db_total, "",
+               kafka_total);
+        rc = 0;
+out:
+        rd_kafka_destroy(rk);
+        return rc;
+}
+
+enum verify_rc verify_run(const struct config *cfg, const struct verify_opts *o, char *err,
+                          size_t errsz)
+{
+        struct store *s = store_open(cfg->pg_conninfo, err, errsz);
+        struct findings f = {0};
+        enum verify_rc rc = VERIFY_ERROR;
+        int exists = 0;
+
+        if (!s)
+                return VERIFY_ERROR;
+        if (store_relation_exists(s, "dedupd.progress_log", &exists, err, errsz))
+                goto out;
+        if (!exists) {
+                snprintf(err, errsz, "no dedupd schema (or an old one) in database %s: run dedupctl migrate",
+                         store_target(s));
+                goto out;
+        }
+        printf("namespace %s, database %s\n\n", cfg->namespace, store_target(s));
+        if (keys_by_status(s, cfg->namespace, &f, err, errsz) || counters(s, cfg, o, err, errsz) ||
+            evidence(s, cfg, &f, err, errsz) || lag(s, cfg, o, &f, err, errsz))
+                goto out;
+        if (f.cnt) {
+                printf("\n%zu anomal%s:\n", f.cnt, f.cnt == 1 ? "y" : "ies");
+                for (size_t i = 0; i < f.cnt; i++)
+                        printf("  %s\n", f.lines[i]);
+                rc = VERIFY_ANOMALIES;
+        } else {
+                printf("\nno anomaly: no key with two effects, every DONE key has its effect, no FAILED key "
+                       "has one, nothing in doubt%s\n",
+                       o->expect_caught_up ? ", every partition caught up" : "");
+                rc = VERIFY_OK;
+        }
+out:
+        if (rc == VERIFY_ERROR && f.cnt) {
+                /* Found before the failure: still worth knowing. */
+                fprintf(stderr, "anomalies found before the error:\n");
+                for (size_t i = 0; i < f.cnt; i++)
+                        fprintf(stderr, "  %s\n", f.lines[i]);
+        }
+        findings_free(&f);
+        store_free(s);
+        return rc;
+}
