@@ -25,8 +25,11 @@ static void usage(FILE *fp)
                 "Usage: dedupctl COMMAND -c FILE [args]\n"
                 "\n"
                 "Commands:\n"
-                "  check   -c FILE        validate a config: every problem as file:line:column: message,\n"
+                "  check   -c FILE [--print]\n"
+                "                         validate a config: every problem as file:line:column: message,\n"
                 "                         and each handler's ABI; exit 1 when anything is wrong.\n"
+                "                         --print: every setting as in effect (defaults, ${VARS}),\n"
+                "                         secrets shown as (set, not shown).\n"
                 "                         Key-design lint and the topics' retention.ms against each\n"
                 "                         retention class: warnings as file:line:column: warning: ...\n"
                 "  migrate -c FILE        apply the schema migrations (dedupd also does it at start)\n"
@@ -97,11 +100,13 @@ static void check_topics(void *opaque, enum topics_severity sev, const char *fil
         fprintf(stderr, "%s:%d:%d: %s%s\n", file, line, col, sev == TOPICS_WARN ? "warning: " : "", msg);
 }
 
-static int cmd_check(struct config *cfg)
+static int cmd_check(struct config *cfg, int print)
 {
         struct check_ctx ck = {cfg, 0};
         char rerr[1024];
         int bad = 0;
+        if (print)
+                config_dump(cfg, stdout);
         for (size_t i = 0; i < cfg->topic_cnt; i++) {
                 const struct topic_conf *t = &cfg->topics[i];
                 struct handler h;
@@ -164,8 +169,20 @@ static int cmd_migrate(struct config *cfg)
         }
         if (store_schema_version(s, &applied, &known, err, sizeof(err)) == 0)
                 printf("schema dedupd at version %d (of %d known)\n", applied, known);
+        char report[2048];
+        int differences = 0, rc = 0;
+        if (store_schema_check(s, &differences, report, sizeof(report), err, sizeof(err))) {
+                fprintf(stderr, "dedupctl: cannot read the schema back: %s\n", err);
+                rc = 1;
+        } else if (differences) {
+                fprintf(stderr, "dedupctl: schema dedupd differs from its description in %d place%s: %s\n",
+                        differences, differences == 1 ? "" : "s", report);
+                rc = 1;
+        } else {
+                printf("schema dedupd: %s\n", report);
+        }
         store_free(s);
-        return 0;
+        return rc;
 }
 
 static int cmd_inspect(struct config *cfg, const char *key)
@@ -223,8 +240,10 @@ static int cmd_stats(struct config *cfg)
 
 /* Options of replay and verify, as given. */
 struct args {
+        const char *path;
         const char *topic, *partitions, *to_offset, *to_time, *from_offset, *from_time, *since;
-        int to_beginning, reproduce, dry_run, expect_caught_up;
+        const char *batch, *rate; /* purge --batch, plan --rate */
+        int to_beginning, reproduce, dry_run, expect_caught_up, print;
 };
 
 static int parse_offset(const char *opt, const char *s, int64_t *out)
@@ -368,153 +387,199 @@ static int cmd_plan(struct config *cfg, double rate)
         return rc;
 }
 
-int main(int argc, char **argv)
+/* The commands, and which options each takes. */
+enum cmd_id { CMD_CHECK, CMD_MIGRATE, CMD_INSPECT, CMD_STATS, CMD_PURGE, CMD_PLAN, CMD_REPLAY, CMD_VERIFY };
+#define ONLY(c) (1u << (c))
+static const char *const cmd_names[] = {"check", "migrate", "inspect", "stats", "purge", "plan", "replay", "verify"};
+#define CMD_CNT (sizeof(cmd_names) / sizeof(cmd_names[0]))
+
+enum {
+        OPT_PARTITIONS = 256, OPT_TO_BEGINNING, OPT_TO_OFFSET, OPT_TO_TIME, OPT_FROM_OFFSET, OPT_FROM_TIME,
+        OPT_REPRODUCE, OPT_DRY_RUN, OPT_SINCE, OPT_EXPECT_CAUGHT_UP, OPT_BATCH, OPT_RATE, OPT_PRINT,
+};
+static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {"topic", required_argument, NULL, 't'},
+        {"partitions", required_argument, NULL, OPT_PARTITIONS},
+        {"to-beginning", no_argument, NULL, OPT_TO_BEGINNING},
+        {"to-offset", required_argument, NULL, OPT_TO_OFFSET},
+        {"to-time", required_argument, NULL, OPT_TO_TIME},
+        {"from-offset", required_argument, NULL, OPT_FROM_OFFSET},
+        {"from-time", required_argument, NULL, OPT_FROM_TIME},
+        {"reproduce", no_argument, NULL, OPT_REPRODUCE},
+        {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+        {"since", required_argument, NULL, OPT_SINCE},
+        {"expect-caught-up", no_argument, NULL, OPT_EXPECT_CAUGHT_UP},
+        {"batch", required_argument, NULL, OPT_BATCH},
+        {"rate", required_argument, NULL, OPT_RATE},
+        {"print", no_argument, NULL, OPT_PRINT},
+        {NULL, 0, NULL, 0},
+};
+
+/* The commands an option applies to (-c and -h apply to all). */
+static unsigned option_scope(int opt)
 {
-        enum {
-                OPT_PARTITIONS = 256, OPT_TO_BEGINNING, OPT_TO_OFFSET, OPT_TO_TIME, OPT_FROM_OFFSET,
-                OPT_FROM_TIME, OPT_REPRODUCE, OPT_DRY_RUN, OPT_SINCE, OPT_EXPECT_CAUGHT_UP,
-                OPT_BATCH, OPT_RATE,
-        };
-        static const struct option opts[] = {
-                {"config", required_argument, NULL, 'c'},
-                {"help", no_argument, NULL, 'h'},
-                {"topic", required_argument, NULL, 't'},
-                {"partitions", required_argument, NULL, OPT_PARTITIONS},
-                {"to-beginning", no_argument, NULL, OPT_TO_BEGINNING},
-                {"to-offset", required_argument, NULL, OPT_TO_OFFSET},
-                {"to-time", required_argument, NULL, OPT_TO_TIME},
-                {"from-offset", required_argument, NULL, OPT_FROM_OFFSET},
-                {"from-time", required_argument, NULL, OPT_FROM_TIME},
-                {"reproduce", no_argument, NULL, OPT_REPRODUCE},
-                {"dry-run", no_argument, NULL, OPT_DRY_RUN},
-                {"since", required_argument, NULL, OPT_SINCE},
-                {"expect-caught-up", no_argument, NULL, OPT_EXPECT_CAUGHT_UP},
-                {"batch", required_argument, NULL, OPT_BATCH},
-                {"rate", required_argument, NULL, OPT_RATE},
-                {NULL, 0, NULL, 0},
-        };
-        const char *path = NULL, *cmd, *misplaced = NULL;
-        struct config *cfg;
-        struct args a = {0};
+        switch (opt) {
+        case OPT_SINCE:
+        case OPT_EXPECT_CAUGHT_UP: return ONLY(CMD_VERIFY);
+        case OPT_BATCH: return ONLY(CMD_PURGE);
+        case OPT_RATE: return ONLY(CMD_PLAN);
+        case OPT_PRINT: return ONLY(CMD_CHECK);
+        case OPT_DRY_RUN: return ONLY(CMD_REPLAY) | ONLY(CMD_PURGE);
+        case 'c':
+        case 'h': return ~0u;
+        default: return ONLY(CMD_REPLAY); /* -t and the positions */
+        }
+}
+
+static const char *option_name(int opt)
+{
+        for (size_t i = 0; opts[i].name; i++)
+                if (opts[i].val == opt)
+                        return opts[i].name;
+        return "?";
+}
+
+/* One option into a; 0 fine, or an exit code. */
+static int take_option(int opt, struct args *a)
+{
+        switch (opt) {
+        case 'c': a->path = optarg; break;
+        case 'h': usage(stdout); return 0;
+        case 't': a->topic = optarg; break;
+        case OPT_PARTITIONS: a->partitions = optarg; break;
+        case OPT_TO_BEGINNING: a->to_beginning = 1; break;
+        case OPT_TO_OFFSET: a->to_offset = optarg; break;
+        case OPT_TO_TIME: a->to_time = optarg; break;
+        case OPT_FROM_OFFSET: a->from_offset = optarg; break;
+        case OPT_FROM_TIME: a->from_time = optarg; break;
+        case OPT_REPRODUCE: a->reproduce = 1; break;
+        case OPT_DRY_RUN: a->dry_run = 1; break;
+        case OPT_SINCE: a->since = optarg; break;
+        case OPT_EXPECT_CAUGHT_UP: a->expect_caught_up = 1; break;
+        case OPT_BATCH: a->batch = optarg; break;
+        case OPT_RATE: a->rate = optarg; break;
+        case OPT_PRINT: a->print = 1; break;
+        default: usage(stderr); return 2;
+        }
+        return -1;
+}
+
+/* The options of command id; -1 to go on, else the exit code. */
+static int parse_options(int argc, char **argv, enum cmd_id id, struct args *a)
+{
+        const char *misplaced = NULL;
+        int opt, rc;
+        optind = 2;
+        while ((opt = getopt_long(argc, argv, "c:ht:", opts, NULL)) != -1) {
+                if ((rc = take_option(opt, a)) >= 0)
+                        return rc;
+                if (!(option_scope(opt) & ONLY(id)))
+                        misplaced = option_name(opt);
+        }
+        if (misplaced) {
+                fprintf(stderr, "dedupctl %s: option --%s does not apply to this command\n", cmd_names[id], misplaced);
+                return 2;
+        }
+        if (!a->path) {
+                fprintf(stderr, "dedupctl %s: -c FILE is required\n", cmd_names[id]);
+                return 2;
+        }
+        if (id == CMD_INSPECT ? optind != argc - 1 : optind != argc) {
+                fprintf(stderr, "dedupctl %s: %s\n", cmd_names[id],
+                        id == CMD_INSPECT ? "expects exactly one KEY" : "unexpected argument");
+                return 2;
+        }
+        return -1;
+}
+
+static int purge_batch_of(const struct args *a, int *batch)
+{
+        char *end;
+        long v;
+        if (!a->batch)
+                return 0;
+        v = strtol(a->batch, &end, 10);
+        if (!*a->batch || *end || v < 1 || v > 100000) {
+                fprintf(stderr, "dedupctl purge: --batch '%s': expected a number of rows from 1 to 100000\n", a->batch);
+                return -1;
+        }
+        *batch = (int)v;
+        return 0;
+}
+
+static int plan_rate_of(const struct args *a, double *rate)
+{
+        char err[256];
+        if (!a->rate) {
+                fprintf(stderr, "dedupctl plan: --rate is required: the rate of new keys, e.g. --rate 10000/s (or "
+                                "/min, /h; a plain number is per second)\n");
+                return -1;
+        }
+        if (plan_parse_rate(a->rate, rate, err, sizeof(err))) {
+                fprintf(stderr, "dedupctl plan: %s\n", err);
+                return -1;
+        }
+        return 0;
+}
+
+/* The command's arguments are checked before the config is loaded: bad usage exits 2 at once. */
+static int run_command(enum cmd_id id, const struct args *a, const char *key)
+{
         struct replay_opts ro;
         int32_t *parts = NULL;
-        int opt, rc, is_replay, is_verify;
-        const char *batch_arg = NULL, *rate_arg = NULL; /* purge --batch, plan --rate */
-        int is_purge, is_plan, batch = 0;
+        struct config *cfg;
         double rate = 0;
+        int batch = 0, rc = 2;
+
+        if ((id == CMD_PURGE && purge_batch_of(a, &batch)) || (id == CMD_PLAN && plan_rate_of(a, &rate)) ||
+            (id == CMD_REPLAY && replay_opts_from(a, &ro, &parts))) {
+                free(parts);
+                return 2;
+        }
+        if (!(cfg = load(a->path))) {
+                free(parts);
+                return id == CMD_CHECK ? 1 : 2;
+        }
+        switch (id) {
+        case CMD_CHECK: rc = cmd_check(cfg, a->print); break;
+        case CMD_MIGRATE: rc = cmd_migrate(cfg); break;
+        case CMD_INSPECT: rc = cmd_inspect(cfg, key); break;
+        case CMD_STATS: rc = cmd_stats(cfg); break;
+        case CMD_PURGE: rc = cmd_purge(cfg, batch, a->dry_run); break;
+        case CMD_PLAN: rc = cmd_plan(cfg, rate); break;
+        case CMD_REPLAY: rc = cmd_replay(cfg, &ro); break;
+        case CMD_VERIFY: rc = cmd_verify(cfg, a); break;
+        }
+        config_free(cfg);
+        free(parts);
+        return rc;
+}
+
+int main(int argc, char **argv)
+{
+        struct args a = {0};
+        size_t id;
+        int rc;
 
         log_set_level(LOG_WARN);
         if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
                 usage(argc < 2 ? stderr : stdout);
                 return argc < 2 ? 2 : 0;
         }
-        cmd = argv[1];
-        if (!strcmp(cmd, "help-config")) {
+        if (!strcmp(argv[1], "help-config")) {
                 config_print_reference(stdout);
                 return 0;
         }
-        is_replay = !strcmp(cmd, "replay");
-        is_verify = !strcmp(cmd, "verify");
-        is_purge = !strcmp(cmd, "purge");
-        is_plan = !strcmp(cmd, "plan");
-        optind = 2;
-        while ((opt = getopt_long(argc, argv, "c:ht:", opts, NULL)) != -1) {
-                switch (opt) {
-                case 'c': path = optarg; break;
-                case 'h': usage(stdout); return 0;
-                case 't': a.topic = optarg; break;
-                case OPT_PARTITIONS: a.partitions = optarg; break;
-                case OPT_TO_BEGINNING: a.to_beginning = 1; break;
-                case OPT_TO_OFFSET: a.to_offset = optarg; break;
-                case OPT_TO_TIME: a.to_time = optarg; break;
-                case OPT_FROM_OFFSET: a.from_offset = optarg; break;
-                case OPT_FROM_TIME: a.from_time = optarg; break;
-                case OPT_REPRODUCE: a.reproduce = 1; break;
-                case OPT_DRY_RUN: a.dry_run = 1; break;
-                case OPT_SINCE: a.since = optarg; break;
-                case OPT_EXPECT_CAUGHT_UP: a.expect_caught_up = 1; break;
-                case OPT_BATCH: batch_arg = optarg; break;
-                case OPT_RATE: rate_arg = optarg; break;
-                default: usage(stderr); return 2;
-                }
-                if (opt >= OPT_PARTITIONS || opt == 't') {
-                        int for_verify = opt == OPT_SINCE || opt == OPT_EXPECT_CAUGHT_UP;
-                        int applies = opt == OPT_BATCH ? is_purge
-                                      : opt == OPT_RATE ? is_plan
-                                      : opt == OPT_DRY_RUN && is_purge ? 1
-                                      : for_verify ? is_verify : is_replay;
-                        for (size_t i = 0; !applies && opts[i].name; i++)
-                                if (opts[i].val == opt)
-                                        misplaced = opts[i].name;
-                }
-        }
-        if (strcmp(cmd, "check") && strcmp(cmd, "migrate") && strcmp(cmd, "inspect") &&
-            strcmp(cmd, "stats") && !is_replay && !is_verify && !is_purge && !is_plan) {
-                fprintf(stderr, "dedupctl: unknown command '%s'\n", cmd);
+        for (id = 0; id < CMD_CNT && strcmp(argv[1], cmd_names[id]); id++)
+                ;
+        if (id == CMD_CNT) {
+                fprintf(stderr, "dedupctl: unknown command '%s'\n", argv[1]);
                 usage(stderr);
                 return 2;
         }
-        if (misplaced) {
-                fprintf(stderr, "dedupctl %s: option --%s does not apply to this command\n", cmd, misplaced);
-                return 2;
-        }
-        if (!path) {
-                fprintf(stderr, "dedupctl %s: -c FILE is required\n", cmd);
-                return 2;
-        }
-        if (!strcmp(cmd, "inspect") ? optind != argc - 1 : optind != argc) {
-                fprintf(stderr, "dedupctl %s: %s\n", cmd,
-                        !strcmp(cmd, "inspect") ? "expects exactly one KEY" : "unexpected argument");
-                return 2;
-        }
-        if (is_purge && batch_arg) {
-                char *end;
-                long v = strtol(batch_arg, &end, 10);
-                if (!*batch_arg || *end || v < 1 || v > 100000) {
-                        fprintf(stderr, "dedupctl purge: --batch '%s': expected a number of rows from 1 "
-                                        "to 100000\n", batch_arg);
-                        return 2;
-                }
-                batch = (int)v;
-        }
-        if (is_plan) {
-                char err[256];
-                if (!rate_arg) {
-                        fprintf(stderr, "dedupctl plan: --rate is required: the rate of new keys, e.g. "
-                                        "--rate 10000/s (or /min, /h; a plain number is per second)\n");
-                        return 2;
-                }
-                if (plan_parse_rate(rate_arg, &rate, err, sizeof(err))) {
-                        fprintf(stderr, "dedupctl plan: %s\n", err);
-                        return 2;
-                }
-        }
-        if (is_replay && replay_opts_from(&a, &ro, &parts)) {
-                free(parts);
-                return 2;
-        }
-        cfg = load(path);
-        if (!cfg) {
-                free(parts);
-                return !strcmp(cmd, "check") ? 1 : 2;
-        }
-        if (!strcmp(cmd, "check"))
-                rc = cmd_check(cfg);
-        else if (!strcmp(cmd, "migrate"))
-                rc = cmd_migrate(cfg);
-        else if (!strcmp(cmd, "inspect"))
-                rc = cmd_inspect(cfg, argv[optind]);
-        else if (is_replay)
-                rc = cmd_replay(cfg, &ro);
-        else if (is_verify)
-                rc = cmd_verify(cfg, &a);
-        else if (is_purge)
-                rc = cmd_purge(cfg, batch, a.dry_run);
-        else if (is_plan)
-                rc = cmd_plan(cfg, rate);
-        else
-                rc = cmd_stats(cfg);
-        config_free(cfg);
-        free(parts);
-        return rc;
+        if ((rc = parse_options(argc, argv, (enum cmd_id)id, &a)) >= 0)
+                return rc;
+        return run_command((enum cmd_id)id, &a, id == CMD_INSPECT ? argv[optind] : NULL);
 }

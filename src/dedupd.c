@@ -9,6 +9,8 @@
 #include <librdkafka/rdkafka.h>
 
 #include "base/config.h"
+
+#include "base/mem.h"
 #include "core/runner.h"
 #include "source/kafka/consumer.h"
 #include "base/lint.h"
@@ -62,30 +64,31 @@ static void usage(FILE *fp)
                 "Check a configuration without running: dedupctl check -c FILE\n");
 }
 
-int main(int argc, char **argv)
+/* What the daemon is made of, in the order it is built (freed in reverse). */
+struct daemon {
+        struct config *cfg;
+        int64_t *dlq_max_bytes; /* per topic, what its dead-letter topic takes */
+        struct store *store;
+        struct producer *producer;
+        struct pipeline *pl;
+        struct watchdog *wd;
+        struct runner *runner;
+        struct source *src;
+};
+
+/* The arguments; returns -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, const char **path, const char **level)
 {
         static const struct option opts[] = {
                 {"config", required_argument, NULL, 'c'}, {"log-level", required_argument, NULL, 'l'},
                 {"help-config", no_argument, NULL, 'H'},  {"version", no_argument, NULL, 'V'},
                 {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
         };
-        const char *path = NULL, *level = NULL;
-        struct config_errors errs = {0};
-        struct config *cfg = NULL;
-        struct store *store = NULL;
-        struct producer *producer = NULL;
-        struct pipeline *pl = NULL;
-        struct runner *runner = NULL;
-        struct source *src = NULL;
-        struct watchdog *wd = NULL;
-        int64_t *dlq_max_bytes = NULL; /* per topic, what its dead-letter topic takes */
-        char err[1024];
-        int opt, rc = 1;
-
+        int opt;
         while ((opt = getopt_long(argc, argv, "c:l:Vh", opts, NULL)) != -1) {
                 switch (opt) {
-                case 'c': path = optarg; break;
-                case 'l': level = optarg; break;
+                case 'c': *path = optarg; break;
+                case 'l': *level = optarg; break;
                 case 'H': config_print_reference(stdout); return 0;
                 case 'V':
                         printf("dedupd %s (handler ABI %d, librdkafka %s, libpq %d)\n", DEDUPD_VERSION,
@@ -95,25 +98,21 @@ int main(int argc, char **argv)
                 default: usage(stderr); return 2;
                 }
         }
-        if (!path || optind < argc) {
-                fprintf(stderr, "dedupd: %s\n", path ? "unexpected argument" : "-c FILE is required");
+        if (!*path || optind < argc) {
+                fprintf(stderr, "dedupd: %s\n", *path ? "unexpected argument" : "-c FILE is required");
                 usage(stderr);
                 return 2;
         }
-        if (level && log_level_parse(level) < 0) {
-                fprintf(stderr, "dedupd: unknown log level '%s'\n", level);
+        if (*level && log_level_parse(*level) < 0) {
+                fprintf(stderr, "dedupd: unknown log level '%s'\n", *level);
                 return 2;
         }
-        cfg = config_load(path, &errs);
-        if (!cfg) {
-                for (size_t i = 0; i < errs.cnt; i++)
-                        fprintf(stderr, "%s\n", errs.msgs[i]);
-                config_errors_clear(&errs);
-                return 2;
-        }
-        log_set_level(log_level_parse(level ? level : cfg->log_level));
-        shutdown_timeout_s = (cfg->shutdown_timeout_ms + 999) / 1000;
+        return -1;
+}
 
+/* Signals only set a flag (or end the process): the loop does the work. */
+static void catch_signals(void)
+{
         struct sigaction sa = {0};
         sa.sa_handler = on_signal;
         sigemptyset(&sa.sa_mask);
@@ -121,88 +120,123 @@ int main(int argc, char **argv)
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGALRM, &sa, NULL);
         signal(SIGPIPE, SIG_IGN);
+}
 
-        dlq_max_bytes = calloc(cfg->topic_cnt, sizeof(*dlq_max_bytes));
-        if (!dlq_max_bytes) {
-                log_error("dedupd", "out of memory");
-                goto out;
-        }
-        log_info("dedupd", "starting: namespace %s, %zu topic(s), config %s", cfg->namespace,
-                 cfg->topic_cnt, path);
-        lint_config(cfg, NULL, NULL); /* key-design warnings, logged */
-        /* Before joining the group: every topic and dead-letter topic exists
-         * (or is created, dead_letter.create), dead letters fit, no class
-         * keeps keys shorter than its topic keeps messages. A broker that
-         * does not answer: warned. */
-        if (topics_check(cfg, TOPICS_CREATE_MISSING, TOPICS_CHECK_TIMEOUT_MS, NULL, NULL, dlq_max_bytes, err,
-                         sizeof(err))) {
-                rc = 2;
-                goto out;
-        }
-
-        /* The database first: handlers' init() needs it, and a consumer must
-         * not join the group before it can commit anything. */
+/* The database first: handlers' init() needs it, and a consumer must not
+ * join the group before it can commit anything. Waits for it (a clean stop
+ * still works meanwhile); 1: stopped while waiting. */
+static int connect_store(struct daemon *d)
+{
+        const struct config *cfg = d->cfg;
+        struct log_ratelimit rl = {0};
+        char err[1024];
+        int wait_ms = 200;
         /* Longer than any batch may run (the watchdog ends those first) plus
          * a dead-letter write inside a transaction. */
         int idle_tx_ms = 30000;
         for (size_t i = 0; i < cfg->topic_cnt; i++)
                 if (cfg->topics[i].batch_timeout_ms * 2 + 30000 > idle_tx_ms)
                         idle_tx_ms = cfg->topics[i].batch_timeout_ms * 2 + 30000;
-        store = store_new(cfg->pg_conninfo, idle_tx_ms);
-        int wait_ms = 200;
-        struct log_ratelimit rl = {0};
-        while (store_connect(store, err, sizeof(err)) != STORE_OK) {
+        d->store = store_new(cfg->pg_conninfo, idle_tx_ms);
+        while (store_connect(d->store, err, sizeof(err)) != STORE_OK) {
                 if (stop_requested)
-                        goto out_ok;
+                        return 1;
                 if (log_ratelimit_ok(&rl, 1, 10000))
                         log_error("dedupd", "database unavailable: %s (retrying)", err);
                 usleep((useconds_t)wait_ms * 1000);
                 wait_ms = wait_ms * 2 > cfg->db_retry_max_ms ? cfg->db_retry_max_ms : wait_ms * 2;
         }
-        log_info("dedupd", "connected to PostgreSQL %s", store_target(store));
-        if (store_migrate(store, err, sizeof(err))) {
+        log_info("dedupd", "connected to PostgreSQL %s", store_target(d->store));
+        return 0;
+}
+
+/* Everything that must hold before the group is joined; the exit code on failure, -1 to go on. */
+static int prepare(struct daemon *d)
+{
+        char err[1024];
+        lint_config(d->cfg, NULL, NULL); /* key-design warnings, logged */
+        /* Every topic and dead-letter topic exists (or is created,
+         * dead_letter.create), dead letters fit, no class keeps keys shorter
+         * than its topic keeps messages. A broker that does not answer: warned. */
+        d->dlq_max_bytes = xcalloc(d->cfg->topic_cnt, sizeof(*d->dlq_max_bytes));
+        if (topics_check(d->cfg, TOPICS_CREATE_MISSING, TOPICS_CHECK_TIMEOUT_MS, NULL, NULL, d->dlq_max_bytes, err,
+                         sizeof(err)))
+                return 2;
+        if (connect_store(d))
+                return 0;
+        if (store_migrate(d->store, err, sizeof(err))) {
                 log_error("dedupd", "schema migration failed: %s", err);
-                goto out;
+                return 1;
         }
-        producer = producer_new(cfg, dlq_max_bytes, err, sizeof(err));
-        if (!producer) {
+        if (!(d->producer = producer_new(d->cfg, d->dlq_max_bytes, err, sizeof(err)))) {
                 log_error("dedupd", "Kafka producer: %s", err);
-                goto out;
+                return 1;
         }
-        pl = pipeline_new(cfg, store, producer_sink(producer), err, sizeof(err));
-        if (!pl) {
+        if (!(d->pl = pipeline_new(d->cfg, d->store, producer_sink(d->producer), err, sizeof(err)))) {
                 log_error("dedupd", "%s", err);
-                rc = 2;
-                goto out;
+                return 2;
         }
-        wd = watchdog_start(err, sizeof(err));
-        if (!wd) {
+        if (!(d->wd = watchdog_start(err, sizeof(err)))) {
                 log_error("dedupd", "%s", err);
-                goto out;
+                return 1;
         }
-        pipeline_set_watchdog(pl, wd);
-        runner = runner_new(cfg, store, pl, producer_sink(producer));
-        src = kafka_source_new(cfg, runner_events(runner), err, sizeof(err));
-        if (!src) {
+        pipeline_set_watchdog(d->pl, d->wd);
+        return -1;
+}
+
+/* Join the group and run until a signal; the exit code. */
+static int run(struct daemon *d)
+{
+        char err[1024];
+        d->runner = runner_new(d->cfg, d->store, d->pl, producer_sink(d->producer));
+        if (!(d->src = kafka_source_new(d->cfg, runner_events(d->runner), err, sizeof(err)))) {
                 log_error("dedupd", "Kafka consumer: %s", err);
-                goto out;
+                return 1;
         }
-        if (runner_run(runner, src, &stop_requested, err, sizeof(err))) {
+        if (runner_run(d->runner, d->src, &stop_requested, err, sizeof(err))) {
                 log_error("dedupd", "%s", err);
-                goto out;
+                return 1;
         }
-out_ok:
-        rc = 0;
-        log_info("dedupd", "stopped cleanly");
-out:
-        if (src)
-                src->ops->destroy(src);
-        runner_free(runner);
-        watchdog_stop(wd);
-        pipeline_free(pl);
-        producer_free(producer);
-        store_free(store);
-        config_free(cfg);
-        free(dlq_max_bytes);
+        return 0;
+}
+
+static void daemon_free(struct daemon *d)
+{
+        if (d->src)
+                d->src->ops->destroy(d->src);
+        runner_free(d->runner);
+        watchdog_stop(d->wd);
+        pipeline_free(d->pl);
+        producer_free(d->producer);
+        store_free(d->store);
+        config_free(d->cfg);
+        free(d->dlq_max_bytes);
+}
+
+int main(int argc, char **argv)
+{
+        const char *path = NULL, *level = NULL;
+        struct config_errors errs = {0};
+        struct daemon d = {0};
+        int rc = parse_args(argc, argv, &path, &level);
+
+        if (rc >= 0)
+                return rc;
+        if (!(d.cfg = config_load(path, &errs))) {
+                for (size_t i = 0; i < errs.cnt; i++)
+                        fprintf(stderr, "%s\n", errs.msgs[i]);
+                config_errors_clear(&errs);
+                return 2;
+        }
+        log_set_level(level ? log_level_parse(level) : d.cfg->log_level);
+        shutdown_timeout_s = (d.cfg->shutdown_timeout_ms + 999) / 1000;
+        catch_signals();
+        log_info("dedupd", "starting: namespace %s, %zu topic(s), config %s", d.cfg->namespace, d.cfg->topic_cnt,
+                 path);
+        if ((rc = prepare(&d)) < 0)
+                rc = stop_requested ? 0 : run(&d);
+        if (rc == 0)
+                log_info("dedupd", "stopped cleanly");
+        daemon_free(&d);
         return rc;
 }

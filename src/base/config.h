@@ -1,4 +1,4 @@
-/* config: the YAML configuration, read with libyaml into a declarative table. */
+/* config: the YAML configuration read with libyaml into the declarative table — reading, bounds, free and dump all follow the rows. */
 #ifndef DEDUPD_CONFIG_H
 #define DEDUPD_CONFIG_H
 
@@ -65,17 +65,14 @@ struct topic_conf {
         int max_payload_bytes;
 
         /* mode: transactional (default) or external (design §6) */
-        char *mode_name;
         enum topic_mode mode;
         /* external: */
         int64_t lease_ms;
         int64_t expire_grace_ms;
-        char *on_expired_name;
         enum expired_policy on_expired;
 
         /* fingerprint: */
         json_t *fingerprint_fields; /* list of JSON paths; NULL: the whole payload */
-        char *on_mismatch_name;
         enum mismatch_policy on_mismatch;
 
         /* reply: a duplicate's stored first response goes back to the reply topic */
@@ -91,7 +88,7 @@ struct config {
         char *path;
         char *namespace;
         char *pg_conninfo;
-        char *log_level;
+        int log_level; /* LOG_ERROR .. LOG_DEBUG (base/log.h) */
         int shutdown_timeout_ms;
         int db_retry_max_ms;
 
@@ -142,6 +139,10 @@ struct config *config_load_string(const char *name, const char *yaml,
         __attribute__((warn_unused_result));
 
 void config_free(struct config *cfg);
+
+/** Every setting as it is in effect (defaults filled, ${VARS} replaced),
+ *  one "key: value" line each; secrets are shown as "(set, not shown)". */
+void config_dump(const struct config *cfg, FILE *fp);
 
 /** Find a topic's config by name, or NULL. */
 struct topic_conf *config_topic(const struct config *cfg, const char *name);

@@ -1,6 +1,8 @@
 /* keyspec: the business idempotency key — templates compiled once, derived per message. */
 #include "base/keyspec.h"
 
+#include "base/mem.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -91,16 +93,10 @@ static int path_parse(const char *path, struct part *p, char *err, size_t errsz)
                                 seterr(err, errsz, "JSON path '%s': empty member name", path);
                                 return -1;
                         }
-                        st.member = strndup(s, n);
+                        st.member = xstrndup(s, n);
                         s += n;
                 }
-                struct path_step *ns = realloc(p->steps, (p->step_cnt + 1) * sizeof(*ns));
-                if (!ns) {
-                        free(st.member);
-                        seterr(err, errsz, "out of memory");
-                        return -1;
-                }
-                p->steps = ns;
+                p->steps = xrealloc(p->steps, (p->step_cnt + 1) * sizeof(*p->steps));
                 p->steps[p->step_cnt++] = st;
                 if (*s == '.') {
                         s++;
@@ -115,12 +111,7 @@ static int path_parse(const char *path, struct part *p, char *err, size_t errsz)
 
 static int tmpl_add(struct tmpl *t, struct part p, char *err, size_t errsz)
 {
-        struct part *np = realloc(t->parts, (t->cnt + 1) * sizeof(*np));
-        if (!np) {
-                seterr(err, errsz, "out of memory");
-                return -1;
-        }
-        t->parts = np;
+        t->parts = xrealloc(t->parts, (t->cnt + 1) * sizeof(*t->parts));
         t->parts[t->cnt++] = p;
         return 0;
 }
@@ -152,14 +143,10 @@ static int tmpl_compile(struct tmpl *t, const char *s, char *err, size_t errsz)
                                 seterr(err, errsz, "unterminated '{' in key template");
                                 return -1;
                         }
-                        char *ref = strndup(s + 1, (size_t)(end - s - 1));
-                        if (!ref) {
-                                seterr(err, errsz, "out of memory");
-                                return -1;
-                        }
+                        char *ref = xstrndup(s + 1, (size_t)(end - s - 1));
                         if (!strncmp(ref, "json:", 5)) {
                                 p.kind = PART_JSON;
-                                p.text = strdup(ref + 5);
+                                p.text = xstrdup(ref + 5);
                                 if (path_parse(ref + 5, &p, err, errsz)) {
                                         free(ref);
                                         free(p.text);
@@ -175,7 +162,7 @@ static int tmpl_compile(struct tmpl *t, const char *s, char *err, size_t errsz)
                                         return -1;
                                 }
                                 p.kind = PART_HEADER;
-                                p.text = strdup(ref + 7);
+                                p.text = xstrdup(ref + 7);
                         } else if (!strcmp(ref, "key")) {
                                 p.kind = PART_KEY;
                         } else {
@@ -202,7 +189,7 @@ static int tmpl_compile(struct tmpl *t, const char *s, char *err, size_t errsz)
                 } else {
                         size_t n = strcspn(s, "{");
                         p.kind = PART_LITERAL;
-                        p.text = strndup(s, n);
+                        p.text = xstrndup(s, n);
                         s += n;
                 }
                 if (tmpl_add(t, p, err, errsz)) {
@@ -234,12 +221,8 @@ struct keyspec *keyspec_compile(const char *subject, const char *action, const c
                                 char *err, size_t errsz)
 {
         const char *src[3] = {subject, action, request};
-        struct keyspec *ks = calloc(1, sizeof(*ks));
+        struct keyspec *ks = xcalloc(1, sizeof(*ks));
 
-        if (!ks) {
-                seterr(err, errsz, "out of memory");
-                return NULL;
-        }
         for (int i = 0; i < 3; i++) {
                 char sub[256];
                 if (!src[i])
@@ -281,10 +264,7 @@ static int buf_add(struct buf *b, const void *data, size_t n)
                 size_t cap = b->cap ? b->cap * 2 : 128;
                 while (cap < b->len + n + 1)
                         cap *= 2;
-                char *np = realloc(b->p, cap);
-                if (!np)
-                        return -1;
-                b->p = np;
+                b->p = xrealloc(b->p, cap);
                 b->cap = cap;
         }
         memcpy(b->p + b->len, data, n);
@@ -430,7 +410,7 @@ static int append_bytes(const char *what, const void *data, size_t len, struct b
         return buf_add_value(b, data, len);
 }
 
-static int tmpl_render(const struct tmpl *t, const struct keyspec_input *in, json_t *root,
+static int tmpl_render(const struct tmpl *t, const struct record *in, json_t *root,
                        struct buf *b, char *err, size_t errsz)
 {
         for (size_t i = 0; i < t->cnt; i++) {
@@ -465,7 +445,7 @@ static int tmpl_render(const struct tmpl *t, const struct keyspec_input *in, jso
         return 0;
 }
 
-int keyspec_derive(const struct keyspec *ks, const struct keyspec_input *in, char *out,
+int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out,
                    size_t outsz, char *err, size_t errsz)
 {
         json_t *root = NULL;
@@ -534,8 +514,6 @@ int keyspec_derive(const struct keyspec *ks, const struct keyspec_input *in, cha
         }
         rc = 0;
 out:
-        if (rc && !err[0])
-                seterr(err, errsz, "out of memory");
         free(b.p);
         json_decref(root);
         return rc;

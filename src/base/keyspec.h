@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 
+#include "base/record.h"
 #include "dedupd/handler.h"
 
 /** Keys longer than this are stored as "sha256:<hex>" of the full key so
@@ -19,15 +20,6 @@
 
 struct keyspec;
 
-/** What a key is derived from: the parts of a message the pipeline sees. */
-struct keyspec_input {
-        const void *value;
-        size_t value_len;
-        const void *key;
-        size_t key_len;
-        const struct dedupd_header *headers;
-        size_t header_cnt;
-};
 
 /**
  * Validate one template ("{json:order_id}", "PAY", "{header:request-id}",
@@ -48,7 +40,7 @@ int keyspec_needs_json(const struct keyspec *ks);
  * KEYSPEC_MAX_KEY_LEN + 1). Returns 0, or -1 with the reason in err
  * (payload not JSON, field missing or empty, header missing, invalid UTF-8).
  */
-int keyspec_derive(const struct keyspec *ks, const struct keyspec_input *in, char *out,
+int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out,
                    size_t outsz, char *err, size_t errsz);
 
 /**

@@ -1,6 +1,8 @@
 /* batch: one batch of one topic as the protocol sees it — each message an item with a named state, and the pure steps on them. */
 #include "core/batch.h"
 
+#include "base/mem.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,12 +21,10 @@ void batch_init(struct batch *b, const struct topic_conf *t, struct pl_msg *cons
         memset(b, 0, sizeof(*b));
         b->t = t;
         b->n = n;
-        b->items = calloc(m, sizeof(*b->items));
-        b->keys = calloc(m, sizeof(*b->keys));
-        b->fresh = calloc(m, sizeof(*b->fresh));
-        b->prog = calloc(m, sizeof(*b->prog));
-        if (!b->items || !b->keys || !b->fresh || !b->prog)
-                abort();
+        b->items = xcalloc(m, sizeof(*b->items));
+        b->keys = xcalloc(m, sizeof(*b->keys));
+        b->fresh = xcalloc(m, sizeof(*b->fresh));
+        b->prog = xcalloc(m, sizeof(*b->prog));
         for (size_t i = 0; i < n; i++)
                 b->items[i] = (struct batch_item){.msg = msgs[i], .state = ITEM_NEW, .first = i};
 }
@@ -72,10 +72,8 @@ static int by_key(const void *a, const void *b)
 
 void batch_dedupe(struct batch *b)
 {
-        struct keyed *order = calloc(b->n ? b->n : 1, sizeof(*order));
+        struct keyed *order = xcalloc(b->n ? b->n : 1, sizeof(*order));
         size_t k = 0;
-        if (!order)
-                abort();
         for (size_t i = 0; i < b->n; i++)
                 if (b->items[i].state == ITEM_NEW)
                         order[k++] = (struct keyed){b->items[i].msg->idem_key, i};

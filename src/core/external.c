@@ -1,6 +1,8 @@
 /* external: external-effect mode (design §6) — claim PENDING with a lease, run the effect, finish fenced by owner; the reaper. */
 #include "core/external.h"
 
+#include "base/mem.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,105 +61,118 @@ static enum pl_rc db_fail(enum store_rc rc) { return rc == STORE_CONN ? PL_DB_DO
 
 
 /* Run the handler on a key this process owns, then finish it. */
-static enum pl_rc ext_run(struct pl_topic *pt, struct pl_msg *m, const char *mctx, int attempt,
-                          enum item_state *out, char *err, size_t errsz)
+/* The handler, on dedupd's connection in autocommit: for reads and its own
+ * bookkeeping, committed statement by statement. */
+static dedupd_result_t ext_call(struct pl_topic *pt, struct pl_msg *m, struct dedupd_ctx *ctx)
 {
-        const struct topic_conf *t = pt->t;
         struct handler *h = pt->handler;
         const struct dedupd_handler *d = h->desc;
-        struct store *s = pt->store;
-        const char *ns = pt->cfg->namespace, *me = external_owner();
-        PGconn *conn = store_conn(s);
-        enum pl_rc ret = PL_OK;
+        struct dedupd_msg dm = {m->topic, m->partition, m->offset,  m->timestamp_ms, m->key,      m->key_len,
+                                m->value, m->value_len, m->headers, m->header_cnt,   m->idem_key};
+        const struct dedupd_msg *mp = &dm;
+        dedupd_result_t one = DEDUPD_RETRY, r;
+        if (d->handle)
+                return d->handle(h->state, ctx, &dm);
+        r = d->handle_batch(h->state, &ctx, &mp, 1, &one);
+        return r == DEDUPD_OK ? one : r;
+}
+
+/* Fenced: someone took the key while the effect ran here. */
+static void ext_lost(struct pl_topic *pt, const struct pl_msg *m, const char *mctx, const char *status)
+{
+        struct store_ext_row row;
+        int found = 0;
+        char rerr[256];
+        if (store_ext_read(pt->store, pt->cfg->namespace, m->idem_key, &row, &found, rerr, sizeof(rerr)))
+                found = 0;
+        ext.stats.lost_leases++;
+        log_error(mctx,
+                  "offset %lld: key %s: lost lease — another owner took the key while the effect ran here (now %s, "
+                  "owner %s, attempt %d); this attempt's outcome (%s) is not recorded and the row is left as it is; "
+                  "the effect may have happened twice unless the downstream dedups by the key (%" PRIu64
+                  " lost since start)",
+                  (long long)m->offset, m->idem_key, found ? row.status : "gone",
+                  found && row.owner[0] ? row.owner : "none", found ? row.attempts : 0, status, ext.stats.lost_leases);
+}
+
+/* Record the outcome, fenced by owner: finished, or lost to another owner. */
+static enum pl_rc ext_finish(struct pl_topic *pt, struct pl_msg *m, const char *mctx, int attempt, dedupd_result_t r,
+                             const struct dedupd_ctx *ctx, enum item_state *out, char *err, size_t errsz)
+{
+        const char *status = r == DEDUPD_OK ? "DONE" : "FAILED";
+        const char *resp = ctx->response ? ctx->response : r == DEDUPD_REJECT ? "rejected" : NULL;
+        int finished;
         enum store_rc rc;
-        dedupd_result_t r;
-
-        fault_point("after_claim");
-        /* The handler gets dedupd's connection in autocommit: for reads and
-         * its own bookkeeping, committed statement by statement. */
-        struct dedupd_ctx ctx = {.conn = conn, .idem_key = m->idem_key, .log_prefix = h->log_prefix};
-        struct dedupd_msg dm = {m->topic,     m->partition, m->offset,  m->timestamp_ms,
-                                m->key,       m->key_len,   m->value,   m->value_len,
-                                m->headers,   m->header_cnt, m->idem_key};
-        if (d->handle) {
-                r = d->handle(h->state, &ctx, &dm);
-        } else {
-                struct dedupd_ctx *cp = &ctx;
-                const struct dedupd_msg *mp = &dm;
-                dedupd_result_t one = DEDUPD_RETRY;
-                r = d->handle_batch(h->state, &cp, &mp, 1, &one);
-                if (r == DEDUPD_OK)
-                        r = one;
-        }
-        fault_point("in_handler");
-
-        if (PQstatus(conn) != CONNECTION_OK) {
-                /* The lease stays; after reconnecting this process finds its
-                 * own row and resumes it (the handler runs again, with the key). */
-                snprintf(err, errsz, "database connection lost in the handler of key %s", m->idem_key);
-                ret = PL_DB_DOWN;
-                goto out;
-        }
-        int in_txn = PQtransactionStatus(conn) != PQTRANS_IDLE;
-        if (in_txn)
-                store_rollback(s);
-        if ((r == DEDUPD_OK || r == DEDUPD_REJECT) && !in_txn) {
-                const char *status = r == DEDUPD_OK ? "DONE" : "FAILED";
-                const char *resp = ctx.response ? ctx.response : r == DEDUPD_REJECT ? "rejected" : NULL;
-                int finished;
-                if ((rc = store_ext_finish(s, ns, m->idem_key, me, status, resp, &finished, err, errsz))) {
-                        ret = db_fail(rc);
-                        goto out;
-                }
-                if (finished) {
-                        *out = r == DEDUPD_OK ? ITEM_APPLIED : ITEM_REJECTED;
-                        if (r == DEDUPD_REJECT)
-                                log_info(mctx, "key %s rejected: %s", m->idem_key, resp);
-                        else if (attempt > 1)
-                                log_info(mctx, "offset %lld: key %s finished %s on attempt %d: %s",
-                                         (long long)m->offset, m->idem_key, status, attempt,
-                                         resp ? resp : "(no response)");
-                        goto out;
-                }
-                /* Fenced: someone took the key while the effect ran here. */
-                struct store_ext_row row;
-                int found = 0;
-                char rerr[256];
-                if (store_ext_read(s, ns, m->idem_key, &row, &found, rerr, sizeof(rerr)))
-                        found = 0;
-                ext.stats.lost_leases++;
-                log_error(mctx,
-                          "offset %lld: key %s: lost lease — another owner took the key while the "
-                          "effect ran here (now %s, owner %s, attempt %d); this attempt's outcome (%s) "
-                          "is not recorded and the row is left as it is; the effect may have happened "
-                          "twice unless the downstream dedups by the key (%" PRIu64 " lost since start)",
-                          (long long)m->offset, m->idem_key, found ? row.status : "gone",
-                          found && row.owner[0] ? row.owner : "none", found ? row.attempts : 0, status,
-                          ext.stats.lost_leases);
+        if ((rc = store_ext_finish(pt->store, pt->cfg->namespace, m->idem_key, external_owner(), status, resp,
+                                   &finished, err, errsz)))
+                return db_fail(rc);
+        if (!finished) {
+                ext_lost(pt, m, mctx, status);
                 *out = ITEM_LOST;
-                goto out;
+                return PL_OK;
         }
+        *out = r == DEDUPD_OK ? ITEM_APPLIED : ITEM_REJECTED;
+        if (r == DEDUPD_REJECT)
+                log_info(mctx, "key %s rejected: %s", m->idem_key, resp);
+        else if (attempt > 1)
+                log_info(mctx, "offset %lld: key %s finished %s on attempt %d: %s", (long long)m->offset,
+                         m->idem_key, status, attempt, resp ? resp : "(no response)");
+        return PL_OK;
+}
 
+/* RETRY (or an unknown result, or a transaction left open): the lease is
+ * given up so the retry, here or anywhere, may take over at once. */
+static enum pl_rc ext_retry(struct pl_topic *pt, struct pl_msg *m, const char *mctx, dedupd_result_t r, int in_txn,
+                            char *err, size_t errsz)
+{
+        char rerr[256];
+        enum store_rc rc;
         m->attempts++;
         if (in_txn)
                 snprintf(err, errsz,
-                         "handler left a transaction open on the autocommit connection for key %s; "
-                         "rolled back, treated as RETRY",
+                         "handler left a transaction open on the autocommit connection for key %s; rolled back, "
+                         "treated as RETRY",
                          m->idem_key);
         else if (r != DEDUPD_RETRY)
                 snprintf(err, errsz, "handler returned unknown result %d for key %s", (int)r, m->idem_key);
         else
                 snprintf(err, errsz, "handler asked to retry key %s", m->idem_key);
         log_warn(mctx, "offset %lld: %s (attempt %d of %d)", (long long)m->offset, err, m->attempts,
-                 t->retry_max_attempts);
-        /* Give the lease up so the retry (here or anywhere) may take over at once. */
-        char rerr[256];
-        if ((rc = store_ext_release(s, ns, m->idem_key, me, rerr, sizeof(rerr))) == STORE_CONN) {
+                 pt->t->retry_max_attempts);
+        rc = store_ext_release(pt->store, pt->cfg->namespace, m->idem_key, external_owner(), rerr, sizeof(rerr));
+        if (rc == STORE_CONN)
+                return PL_DB_DOWN;
+        if (rc)
+                log_warn(mctx, "key %s: the lease could not be given up (%s); it runs out by itself", m->idem_key,
+                         rerr);
+        return PL_RETRY;
+}
+
+/* Run the handler on a key this process owns, then finish it. */
+static enum pl_rc ext_run(struct pl_topic *pt, struct pl_msg *m, const char *mctx, int attempt,
+                          enum item_state *out, char *err, size_t errsz)
+{
+        struct store *s = pt->store;
+        struct dedupd_ctx ctx = {.conn = store_conn(s), .idem_key = m->idem_key, .log_prefix = pt->handler->log_prefix};
+        enum pl_rc ret;
+
+        fault_point("after_claim");
+        dedupd_result_t r = ext_call(pt, m, &ctx);
+        fault_point("in_handler");
+        if (!store_ok(s)) {
+                /* The lease stays; after reconnecting this process finds its
+                 * own row and resumes it (the handler runs again, with the key). */
+                snprintf(err, errsz, "database connection lost in the handler of key %s", m->idem_key);
                 ret = PL_DB_DOWN;
-                goto out;
+        } else {
+                int in_txn = !store_idle(s);
+                if (in_txn)
+                        store_rollback(s);
+                if ((r == DEDUPD_OK || r == DEDUPD_REJECT) && !in_txn)
+                        ret = ext_finish(pt, m, mctx, attempt, r, &ctx, out, err, errsz);
+                else
+                        ret = ext_retry(pt, m, mctx, r, in_txn, err, errsz);
         }
-        ret = PL_RETRY;
-out:
         host_ctx_reset(&ctx);
         return ret;
 }
@@ -168,8 +183,7 @@ static enum pl_rc ext_dead_letter_expired(struct pl_topic *pt, struct pl_msg *m,
 {
         struct pl_msg *one[1] = {m};
         free(m->dlq_reason);
-        if (!(m->dlq_reason = strdup(IN_DOUBT_REASON)))
-                abort();
+        m->dlq_reason = xstrdup(IN_DOUBT_REASON);
         if (step_dead_letter(pt, one, 1, err, errsz))
                 return PL_DLQ_FAILED; /* dlq_reason stays: the retry dead-letters it first */
         ext.stats.expired_dead_lettered++;
@@ -395,14 +409,12 @@ static enum pl_rc ext_each(struct pl_topic *pt, struct pl_msg *const *msgs, size
 static enum pl_rc external_process(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n,
                                    struct pl_commit *commits, size_t *ncommits, char *err, size_t errsz)
 {
-        struct store_progress *prog = calloc(n ? n : 1, sizeof(*prog));
+        struct store_progress *prog = xcalloc(n ? n : 1, sizeof(*prog));
         size_t nprog = 0, nstopped = 0, processed = 0;
         enum pl_rc ret;
         enum store_rc rc;
         char merr[1024];
 
-        if (!prog)
-                abort();
         *ncommits = 0;
         if ((ret = ext_dead_letter_unkeyable(pt, msgs, n, err, errsz)))
                 goto out;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "base/log.h"
+#include "base/mem.h"
 #include "pg/attempts.h"
 
 /*
@@ -83,11 +84,10 @@ static int count_alone(struct pl_topic *pt, struct part_state *ps, struct pl_msg
         ps->counted_single = 1;
         ps->had_attempts = 1;
         int own = attempts - 1, crashes = inh + own;
-        if (own >= 1 && crashes >= pt->t->retry_max_crashes && !m->dlq_reason &&
-            asprintf(&m->dlq_reason,
-                     "crashed or stalled dedupd %d time%s (%d in a batch, %d alone; crash loop; retry.max_crashes)",
-                     crashes, crashes == 1 ? "" : "s", inh, own) < 0)
-                abort();
+        if (own >= 1 && crashes >= pt->t->retry_max_crashes && !m->dlq_reason)
+                m->dlq_reason = xasprintf("crashed or stalled dedupd %d time%s (%d in a batch, %d alone; crash loop; "
+                                          "retry.max_crashes)",
+                                          crashes, crashes == 1 ? "" : "s", inh, own);
         return 0;
 }
 

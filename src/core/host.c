@@ -1,6 +1,8 @@
 /* host: the versioned host-API table handed to handlers, and the contexts behind it. */
 #include "core/host.h"
 
+#include "base/mem.h"
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +28,7 @@ static int host_set_response(struct dedupd_ctx *ctx, const char *data, size_t le
         const char *nul = memchr(data, '\0', len);
         if (nul)
                 len = (size_t)(nul - data);
-        copy = malloc(len + 1);
-        if (!copy)
-                return -1;
+        copy = xmalloc(len + 1);
         memcpy(copy, data, len);
         copy[len] = '\0';
         free(ctx->response);
@@ -86,7 +86,7 @@ static int host_emit(struct dedupd_ctx *ctx, const char *topic, const void *key,
                                                                  : "no topic");
                 return -1;
         }
-        const struct outbox_msg m = {ctx->idem_key, topic, key, key_len, value, value_len, headers, header_cnt};
+        const struct outbox_msg m = {ctx->idem_key, {topic, key, key_len, value, value_len, headers, header_cnt}};
         if (store_outbox_insert(ctx->store, ctx->ns, &m, err, sizeof(err))) {
                 log_warn(ctx->log_prefix, "emit to %s: %s", topic, err);
                 return -1;

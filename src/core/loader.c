@@ -1,6 +1,8 @@
 /* loader: opens a handler shared object and checks its ABI before anything runs. */
 #include "core/loader.h"
 
+#include "base/mem.h"
+
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,13 +20,11 @@ int loader_open(struct handler *h, const char *path, char *err, size_t errsz)
         char *rel = NULL;
 
         memset(h, 0, sizeof(*h));
-        h->path = strdup(path);
+        h->path = xstrdup(path);
         /* dlopen() searches the library path for a name without a slash; a
          * relative handler path is relative to the working directory. */
-        if (!strchr(path, '/') && asprintf(&rel, "./%s", path) < 0) {
-                snprintf(err, errsz, "handler %s: out of memory", path);
-                goto error;
-        }
+        if (!strchr(path, '/'))
+                rel = xasprintf("./%s", path);
         dlerror();
         h->dl = dlopen(rel ? rel : path, RTLD_NOW | RTLD_LOCAL);
         free(rel);

@@ -1,10 +1,13 @@
 /* pipeline: the protocol's front — each topic's handler and mode, the crash-loop guard before a batch, the books after. */
 #include "core/pipeline.h"
 
+#include "base/mem.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fault.h"
 #include "base/log.h"
 #include "core/guard.h"
 
@@ -23,11 +26,11 @@ struct pipeline {
 struct pipeline *pipeline_new(const struct config *cfg, struct store *store, struct sink sink, char *err,
                               size_t errsz)
 {
-        struct pipeline *pl = calloc(1, sizeof(*pl));
+        struct pipeline *pl = xcalloc(1, sizeof(*pl));
         size_t n = cfg->topic_cnt ? cfg->topic_cnt : 1;
-        if (!pl || !(pl->handlers = calloc(n, sizeof(*pl->handlers))) || !(pl->topics = calloc(n, sizeof(*pl->topics))) ||
-            !(pl->modes = calloc(n, sizeof(*pl->modes))))
-                abort();
+        pl->handlers = xcalloc(n, sizeof(*pl->handlers));
+        pl->topics = xcalloc(n, sizeof(*pl->topics));
+        pl->modes = xcalloc(n, sizeof(*pl->modes));
         pl->cfg = cfg;
         pl->store = store;
         pl->sink = sink;
@@ -72,14 +75,12 @@ void pipeline_set_watchdog(struct pipeline *pl, struct watchdog *w)
 }
 
 enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg *const *msgs, size_t n,
-                            struct pl_commit *commits, size_t *ncommits, char *err, size_t errsz)
+                            size_t *taken, struct pl_commit *commits, size_t *ncommits, char *err, size_t errsz)
 {
-        return pl->modes[topic_idx]->process(&pl->topics[topic_idx], msgs, n, commits, ncommits, err, errsz);
-}
-
-size_t pipeline_guard(struct pipeline *pl, size_t topic_idx, struct pl_msg *const *msgs, size_t n)
-{
-        return guard_batch_start(&pl->topics[topic_idx], msgs, n);
+        struct pl_topic *pt = &pl->topics[topic_idx];
+        *taken = guard_batch_start(pt, msgs, n);
+        fault_point("after_poll");
+        return pl->modes[topic_idx]->process(pt, msgs, *taken, commits, ncommits, err, errsz);
 }
 
 const struct pl_stats *pipeline_stats(const struct pipeline *pl) { return &pl->stats; }

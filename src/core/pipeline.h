@@ -20,22 +20,15 @@ struct pipeline *pipeline_new(const struct config *cfg, struct store *store, str
                               size_t errsz) __attribute__((warn_unused_result));
 void pipeline_free(struct pipeline *pl);
 
-/** Process one batch of one topic with the topic's mode (see struct mode). */
-enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg *const *msgs,
-                            size_t n, struct pl_commit *commits, size_t *ncommits, char *err,
-                            size_t errsz);
+/**
+ * Process one batch of one topic: first the crash-loop guard, which may
+ * take only a prefix of msgs (*taken of them: a range that crashed runs one
+ * message at a time), then the topic's mode (see struct mode) on that.
+ */
+enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg *const *msgs, size_t n,
+                            size_t *taken, struct pl_commit *commits, size_t *ncommits, char *err, size_t errsz);
 
 const struct pl_stats *pipeline_stats(const struct pipeline *pl);
-
-/**
- * Crash-loop guard, before a batch is processed: counts, in the database,
- * each batch start this process did not itself reach by committing (a
- * restart after a crash starts there again). A range that crashed once is
- * worked through one message at a time, each alone; a message whose crashes
- * (in batches, then alone, at least one alone) reach retry.max_crashes gets
- * its dlq_reason. Returns how many of msgs (a prefix) to process now.
- */
-size_t pipeline_guard(struct pipeline *pl, size_t topic_idx, struct pl_msg *const *msgs, size_t n);
 
 struct watchdog;
 /** Watch every batch transaction with w (batch.timeout_ms). */

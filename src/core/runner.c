@@ -1,6 +1,8 @@
 /* runner: the daemon's loop — buffers what the source delivers, runs each topic's due batch, acknowledges after COMMIT, decides what fetches. */
 #include "core/runner.h"
 
+#include "base/mem.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,9 +88,7 @@ static void buffer(struct runner *r, struct pl_msg *m)
         struct tbuf *b = &r->bufs[m->topic_idx];
         if (b->cnt == b->cap) {
                 size_t cap = b->cap ? b->cap * 2 : 64;
-                struct pl_msg **nm = realloc(b->msgs, cap * sizeof(*nm));
-                if (!nm)
-                        abort(); /* a message we cannot hold must not be skipped */
+                struct pl_msg **nm = xrealloc(b->msgs, cap * sizeof(*nm));
                 b->msgs = nm;
                 b->cap = cap;
         }
@@ -137,9 +137,7 @@ static void parts_add(struct runner *r, size_t topic_idx, int32_t partition)
 {
         if (r->part_cnt == r->part_cap) {
                 size_t cap = r->part_cap ? r->part_cap * 2 : 16;
-                struct assigned *np = realloc(r->parts, cap * sizeof(*np));
-                if (!np)
-                        abort(); /* cannot track the assignment: nothing sane to do */
+                struct assigned *np = xrealloc(r->parts, cap * sizeof(*np));
                 r->parts = np;
                 r->part_cap = cap;
         }
@@ -363,9 +361,7 @@ static void run_batch(struct runner *r, size_t t, volatile sig_atomic_t *stop)
         char err[1024], ctx[160];
 
         err[0] = '\0';
-        n = pipeline_guard(r->pl, t, b->msgs, n);
-        fault_point("after_poll");
-        enum pl_rc rc = pipeline_process(r->pl, t, b->msgs, n, commits, &nc, err, sizeof(err));
+        enum pl_rc rc = pipeline_process(r->pl, t, b->msgs, n, &n, commits, &nc, err, sizeof(err));
         if (rc == PL_OK) {
                 r->src->ops->ack(r->src, commits, nc);
                 fault_point("after_ack");
@@ -475,9 +471,8 @@ static int poll_timeout(const struct runner *r, int64_t now)
 
 struct runner *runner_new(const struct config *cfg, struct store *store, struct pipeline *pl, struct sink sink)
 {
-        struct runner *r = calloc(1, sizeof(*r));
-        if (!r || !(r->bufs = calloc(cfg->topic_cnt ? cfg->topic_cnt : 1, sizeof(*r->bufs))))
-                abort();
+        struct runner *r = xcalloc(1, sizeof(*r));
+        r->bufs = xcalloc(cfg->topic_cnt ? cfg->topic_cnt : 1, sizeof(*r->bufs));
         r->cfg = cfg;
         r->store = store;
         r->pl = pl;

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/record.h"
 #include "dedupd/handler.h"
 
 /*
@@ -57,17 +58,6 @@ struct pl_commit {
         int64_t next_offset; /* everything before it is done */
 };
 
-/** A record to publish. A NULL value is a null value; headers may be NULL. */
-struct pl_record {
-        const char *topic;
-        const void *key;
-        size_t key_len;
-        const void *value;
-        size_t value_len;
-        const struct dedupd_header *headers;
-        size_t header_cnt;
-};
-
 struct source;
 
 /** What a broker's consumer side does for the runner. */
@@ -112,7 +102,7 @@ struct source_events {
 /** How the protocol publishes. Each call returns 0 only once the broker
  *  has acknowledged every record. */
 struct sink {
-        int (*publish)(void *opaque, const struct pl_record *recs, size_t n, char *err, size_t errsz);
+        int (*publish)(void *opaque, const struct record *recs, size_t n, char *err, size_t errsz);
         /** msgs unchanged plus dedupd's headers (reason, origin, key) to the
          *  dead-letter topic. */
         int (*dead_letter)(void *opaque, const char *dlq_topic, const char *ns, struct pl_msg *const *msgs,

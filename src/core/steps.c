@@ -1,6 +1,8 @@
 /* steps: the steps both modes take the same way — derive a key, dead-letter, judge a fingerprint mismatch, book a commit. */
 #include "core/steps.h"
 
+#include "base/mem.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +21,7 @@ static void set_reason(struct pl_msg *m, const char *fmt, ...)
         va_list ap;
         free(m->dlq_reason);
         va_start(ap, fmt);
-        if (vasprintf(&m->dlq_reason, fmt, ap) < 0)
-                abort();
+        m->dlq_reason = xvasprintf(fmt, ap);
         va_end(ap);
 }
 
@@ -48,14 +49,14 @@ static void derive(const struct topic_conf *t, struct pl_msg *m)
                                    t->max_payload_bytes);
                 return;
         }
-        struct keyspec_input in = {m->value, m->value_len, m->key, m->key_len, m->headers, m->header_cnt};
+        struct record in = {.key = m->key, .key_len = m->key_len, .value = m->value, .value_len = m->value_len,
+                            .headers = m->headers, .header_cnt = m->header_cnt};
         if (keyspec_derive(t->keyspec, &in, key, sizeof(key), why, sizeof(why))) {
                 if (!m->dlq_reason)
                         set_reason(m, "key: %s", why);
                 return;
         }
-        if (!(m->idem_key = strdup(key)))
-                abort();
+        m->idem_key = xstrdup(key);
         fingerprint(t, m);
 }
 

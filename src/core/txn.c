@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "base/fault.h"
+
+#include "base/mem.h"
 #include "base/log.h"
 #include "core/batch.h"
 #include "core/mode.h"
@@ -89,8 +91,8 @@ static void keep_outcome(void *opaque, const char *key, const char *status, cons
                 struct batch_item *it = &x->b.items[x->b.keys[mid]];
                 int c = strcmp(it->msg->idem_key, key);
                 if (c == 0) {
-                        it->stored = (struct first_outcome){strdup(status), response ? strdup(response) : NULL,
-                                                            fingerprint ? strdup(fingerprint) : NULL};
+                        it->stored = (struct first_outcome){xstrdup(status), response ? xstrdup(response) : NULL,
+                                                            fingerprint ? xstrdup(fingerprint) : NULL};
                         log_debug(x->pt->ctx, "duplicate %s absorbed; first outcome %s: %s", key, status,
                                   response ? response : "(no response)");
                         return;
@@ -325,8 +327,8 @@ static enum store_rc reply(struct txn *x, const struct pl_msg *m, const struct d
                 hdrs[nh++] = *corr;
         hdrs[nh++] = (struct dedupd_header){"dedupd.status", status, strlen(status)};
         hdrs[nh++] = (struct dedupd_header){"dedupd.duplicate", duplicate ? "true" : "false", duplicate ? 4 : 5};
-        const struct outbox_msg o = {m->idem_key, topic, corr ? corr->value : NULL, corr ? corr->value_len : 0,
-                                     response, response ? strlen(response) : 0, hdrs, nh};
+        const struct outbox_msg o = {m->idem_key, {topic, corr ? corr->value : NULL, corr ? corr->value_len : 0,
+                                                   response, response ? strlen(response) : 0, hdrs, nh}};
         return store_outbox_insert(x->pt->store, x->pt->cfg->namespace, &o, x->err, x->errsz);
 }
 

@@ -1,6 +1,8 @@
 /* watchdog: aborts a batch that runs too long — first its SQL, then the process. */
 #include "core/watchdog.h"
 
+#include "base/mem.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,11 +69,7 @@ static void *watch(void *arg)
 
 struct watchdog *watchdog_start(char *err, size_t errsz)
 {
-        struct watchdog *w = calloc(1, sizeof(*w));
-        if (!w) {
-                snprintf(err, errsz, "out of memory");
-                return NULL;
-        }
+        struct watchdog *w = xcalloc(1, sizeof(*w));
         pthread_mutex_init(&w->lock, NULL);
         pthread_cond_init(&w->cond, NULL);
         w->running = 1;

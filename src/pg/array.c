@@ -1,6 +1,8 @@
 /* array: PostgreSQL array literals built element by element, so a whole batch travels as one parameter. */
 #include "pg/array.h"
 
+#include "base/mem.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +15,7 @@ static void arr_grow(struct store_array *a, size_t need)
         size_t cap = a->cap ? a->cap : 256;
         while (cap < a->len + need + 2)
                 cap *= 2;
-        char *p = realloc(a->p, cap);
-        if (!p)
-                abort(); /* out of memory building a statement: nothing sane to do */
+        char *p = xrealloc(a->p, cap);
         a->p = p;
         a->cap = cap;
 }

@@ -32,6 +32,6 @@ enum store_rc store_attempt_release(struct store *s, const char *ns, const char 
                                     int64_t offset, int single, char *err, size_t errsz);
 /** Forget attempts whose range is fully committed (below next_offset). */
 enum store_rc store_attempts_done(struct store *s, const char *ns, const char *topic,
-                                  int32_t partition, int64_t next_offset, char *err, size_t errsz);
+                                  int32_t partition, int64_t next_offset, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 #endif

@@ -1,6 +1,8 @@
 /* audit: what dedupctl reads to audit and report — a key's record, keys by status, counters, keys in doubt, a handler's evidence. */
 #include "pg/audit.h"
 
+#include "base/mem.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,10 +102,9 @@ enum store_rc store_audit_since(struct store *s, const char *ns, int64_t since_m
 static char *evidence_sql(enum store_evidence_check check, const char *t, const char *k)
 {
         char *sql = NULL;
-        int n = -1;
         switch (check) {
         case EVIDENCE_TWO_EFFECTS: /* of this namespace, or of none */
-                n = asprintf(&sql,
+                sql = xasprintf(
                              "SELECT e.%2$s, count(*), k.topic, k.partition, k.\"offset\" FROM %1$s e"
                              " LEFT JOIN dedupd.keys k ON k.namespace = $1 AND k.idem_key = e.%2$s"
                              " WHERE (k.idem_key IS NOT NULL OR NOT EXISTS"
@@ -113,7 +114,7 @@ static char *evidence_sql(enum store_evidence_check check, const char *t, const 
                              t, k);
                 break;
         case EVIDENCE_DONE_WITHOUT:
-                n = asprintf(&sql,
+                sql = xasprintf(
                              "SELECT k.idem_key, 0, k.topic, k.partition, k.\"offset\" FROM dedupd.keys k"
                              " WHERE k.namespace = $1 AND k.status = 'DONE' AND k.topic = ANY($2::text[])"
                              " AND NOT EXISTS (SELECT 1 FROM %1$s e WHERE e.%2$s = k.idem_key)"
@@ -121,7 +122,7 @@ static char *evidence_sql(enum store_evidence_check check, const char *t, const 
                              t, k);
                 break;
         case EVIDENCE_FAILED_WITH:
-                n = asprintf(&sql,
+                sql = xasprintf(
                              "SELECT k.idem_key, (SELECT count(*) FROM %1$s e WHERE e.%2$s = k.idem_key),"
                              " k.topic, k.partition, k.\"offset\" FROM dedupd.keys k"
                              " WHERE k.namespace = $1 AND k.status = 'FAILED' AND $2::text[] IS NOT NULL"
@@ -130,8 +131,6 @@ static char *evidence_sql(enum store_evidence_check check, const char *t, const 
                              t, k);
                 break;
         }
-        if (n < 0)
-                abort();
         return sql;
 }
 

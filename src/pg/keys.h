@@ -16,17 +16,17 @@
 enum store_rc store_claim(struct store *s, const char *ns, size_t n, const char *const *keys,
                           const char *const *topics, const int32_t *parts, const int64_t *offsets,
                           const char *const *fingerprints, int64_t keep_ms, int64_t response_ttl_ms,
-                          int *fresh, char *err, size_t errsz);
+                          int *fresh, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 /** Final status ("DONE"/"FAILED") and first response of fresh keys. */
 enum store_rc store_record(struct store *s, const char *ns, size_t n, const char *const *keys,
                            const char *const *statuses, const char *const *responses, char *err,
-                           size_t errsz);
+                           size_t errsz) __attribute__((warn_unused_result));
 
 /** Stored outcome of keys seen before: callback per found key. */
 typedef void(store_outcome_cb)(void *opaque, const char *key, const char *status,
                                const char *response, const char *fingerprint_hex);
 enum store_rc store_outcomes(struct store *s, const char *ns, size_t n, const char *const *keys,
-                             store_outcome_cb *cb, void *opaque, char *err, size_t errsz);
+                             store_outcome_cb *cb, void *opaque, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 #endif

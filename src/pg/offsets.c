@@ -1,6 +1,8 @@
 /* offsets: each partition's position and counters in dedupd.offsets and dedupd.progress_log. */
 #include "pg/offsets.h"
 
+#include "base/mem.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,9 +129,7 @@ enum store_rc store_positions(struct store *s, const char *ns, const char *topic
         if (rc)
                 return rc;
         *n = (size_t)PQntuples(r);
-        *out = calloc(*n ? *n : 1, sizeof(**out));
-        if (!*out)
-                abort();
+        *out = xcalloc(*n ? *n : 1, sizeof(**out));
         for (size_t i = 0; i < *n; i++)
                 (*out)[i] = (struct store_position){(int32_t)atoi(PQgetvalue(r, (int)i, 0)),
                                                     strtoll(PQgetvalue(r, (int)i, 1), NULL, 10)};

@@ -18,7 +18,7 @@ struct store_progress {
 
 /** Upsert next offsets (never backwards) and add the counters. */
 enum store_rc store_progress(struct store *s, const char *ns, size_t n,
-                             const struct store_progress *p, char *err, size_t errsz);
+                             const struct store_progress *p, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 /** A partition's next offset in dedupd.offsets. */
 struct store_position {
@@ -39,6 +39,6 @@ enum store_rc store_offsets_set(struct store *s, const char *ns, const char *top
 
 /** next_offset per partition of a topic: out[i] = -1 where no row exists. */
 enum store_rc store_offsets_get(struct store *s, const char *ns, const char *topic, size_t n,
-                                const int32_t *parts, int64_t *out, char *err, size_t errsz);
+                                const int32_t *parts, int64_t *out, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 #endif

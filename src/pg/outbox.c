@@ -1,5 +1,7 @@
 /* outbox: the statements on dedupd.outbox — a message written in the effect's transaction, taken and marked sent by the relay. */
 #include "pg/outbox.h"
+
+#include "base/mem.h"
 #include "pg/array.h"
 
 #include <inttypes.h>
@@ -12,9 +14,7 @@
 static void hex_element(struct store_array *a, const void *data, size_t len)
 {
         static const char digits[] = "0123456789abcdef";
-        char *h = malloc(2 * len + 3);
-        if (!h)
-                abort();
+        char *h = xmalloc(2 * len + 3);
         h[0] = '\\';
         h[1] = 'x';
         for (size_t i = 0; i < len; i++) {
@@ -32,16 +32,16 @@ enum store_rc store_outbox_insert(struct store *s, const char *ns, const struct 
         struct store_array names = {0}, values = {0};
         enum store_rc rc;
 
-        for (size_t i = 0; i < m->header_cnt; i++) {
-                store_array_text(&names, m->headers[i].name);
-                if (m->headers[i].value)
-                        hex_element(&values, m->headers[i].value, m->headers[i].value_len);
+        for (size_t i = 0; i < m->rec.header_cnt; i++) {
+                store_array_text(&names, m->rec.headers[i].name);
+                if (m->rec.headers[i].value)
+                        hex_element(&values, m->rec.headers[i].value, m->rec.headers[i].value_len);
                 else
                         store_array_text(&values, NULL);
         }
-        const char *params[7] = {ns, m->idem_key, m->topic, m->key, m->value, store_array_finish(&names),
+        const char *params[7] = {ns, m->idem_key, m->rec.topic, m->rec.key, m->rec.value, store_array_finish(&names),
                                  store_array_finish(&values)};
-        const int lengths[7] = {0, 0, 0, (int)m->key_len, (int)m->value_len, 0, 0};
+        const int lengths[7] = {0, 0, 0, (int)m->rec.key_len, (int)m->rec.value_len, 0, 0};
         const int formats[7] = {0, 0, 0, 1, 1, 0, 0}; /* key and value go as binary bytea */
         rc = store_query_binary(s,
                                 "INSERT INTO dedupd.outbox (namespace, idem_key, topic, key, value,"
@@ -56,9 +56,7 @@ enum store_rc store_outbox_insert(struct store *s, const char *ns, const struct 
 static unsigned char *unhex(const char *hex, size_t *len)
 {
         size_t n = strlen(hex) / 2;
-        unsigned char *out = malloc(n ? n : 1);
-        if (!out)
-                abort();
+        unsigned char *out = xmalloc(n ? n : 1);
         for (size_t i = 0; i < n; i++) {
                 unsigned v;
                 sscanf(hex + 2 * i, "%2x", &v);
@@ -74,30 +72,28 @@ static void decode(const PGresult *r, int i, struct outbox_row *w)
         json_error_t je;
         w->id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
         snprintf(w->id_text, sizeof(w->id_text), "%" PRId64, w->id);
-        w->topic_buf = strdup(PQgetvalue(r, i, 1));
-        w->idem_key_buf = PQgetisnull(r, i, 8) ? NULL : strdup(PQgetvalue(r, i, 8));
-        w->msg.topic = w->topic_buf;
+        w->topic_buf = xstrdup(PQgetvalue(r, i, 1));
+        w->idem_key_buf = PQgetisnull(r, i, 8) ? NULL : xstrdup(PQgetvalue(r, i, 8));
+        w->msg.rec.topic = w->topic_buf;
         w->msg.idem_key = w->idem_key_buf;
         if (strcmp(PQgetvalue(r, i, 3), "t"))
-                w->msg.key = w->key_buf = unhex(PQgetvalue(r, i, 2), &w->msg.key_len);
+                w->msg.rec.key = w->key_buf = unhex(PQgetvalue(r, i, 2), &w->msg.rec.key_len);
         if (strcmp(PQgetvalue(r, i, 5), "t"))
-                w->msg.value = w->value_buf = unhex(PQgetvalue(r, i, 4), &w->msg.value_len);
+                w->msg.rec.value = w->value_buf = unhex(PQgetvalue(r, i, 4), &w->msg.rec.value_len);
         json_t *names = json_loads(PQgetvalue(r, i, 6), 0, &je);
         json_t *values = json_loads(PQgetvalue(r, i, 7), 0, &je);
         size_t hn = json_array_size(names);
-        w->header_buf = calloc(hn ? hn : 1, sizeof(*w->header_buf));
-        w->header_values = calloc(hn ? hn : 1, sizeof(*w->header_values));
-        if (!w->header_buf || !w->header_values || !w->topic_buf)
-                abort();
+        w->header_buf = xcalloc(hn ? hn : 1, sizeof(*w->header_buf));
+        w->header_values = xcalloc(hn ? hn : 1, sizeof(*w->header_values));
         for (size_t k = 0; k < hn; k++) {
                 json_t *v = json_array_get(values, k);
                 size_t vl = 0;
                 w->header_values[k] = json_is_string(v) ? unhex(json_string_value(v), &vl) : NULL;
-                w->header_buf[k] = (struct dedupd_header){strdup(json_string_value(json_array_get(names, k))),
+                w->header_buf[k] = (struct dedupd_header){xstrdup(json_string_value(json_array_get(names, k))),
                                                           w->header_values[k], vl};
         }
-        w->msg.headers = w->header_buf;
-        w->msg.header_cnt = hn;
+        w->msg.rec.headers = w->header_buf;
+        w->msg.rec.header_cnt = hn;
         json_decref(names);
         json_decref(values);
 }
@@ -124,9 +120,7 @@ enum store_rc store_outbox_take(struct store *s, const char *ns, int limit, stru
         if (rc)
                 return rc;
         *n = (size_t)PQntuples(r);
-        *rows = calloc(*n ? *n : 1, sizeof(**rows));
-        if (!*rows)
-                abort();
+        *rows = xcalloc(*n ? *n : 1, sizeof(**rows));
         for (size_t i = 0; i < *n; i++)
                 decode(r, (int)i, &(*rows)[i]);
         PQclear(r);
@@ -149,7 +143,7 @@ enum store_rc store_outbox_sent(struct store *s, const struct outbox_row *rows, 
 void store_outbox_rows_free(struct outbox_row *rows, size_t n)
 {
         for (size_t i = 0; rows && i < n; i++) {
-                for (size_t k = 0; k < rows[i].msg.header_cnt; k++) {
+                for (size_t k = 0; k < rows[i].msg.rec.header_cnt; k++) {
                         free((void *)rows[i].header_buf[k].name);
                         free(rows[i].header_values[k]);
                 }

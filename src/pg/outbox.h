@@ -5,19 +5,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dedupd/handler.h"
+#include "base/record.h"
 #include "pg/store.h"
 
-/** One message to write to the outbox. key and value may be NULL. */
+/** One message to write to the outbox. */
 struct outbox_msg {
         const char *idem_key; /* the key whose effect emitted it, may be NULL */
-        const char *topic;
-        const void *key;
-        size_t key_len;
-        const void *value;
-        size_t value_len;
-        const struct dedupd_header *headers;
-        size_t header_cnt;
+        struct record rec;
 };
 
 /** Write m inside the caller's transaction: it exists if and only if that

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/log.h"
 
@@ -162,3 +163,135 @@ int store_schema_version(struct store *s, int *applied, int *known, char *err, s
         return 0;
 }
 
+
+/* ---- the shape the migrations build ---------------------------------------------- */
+
+/*
+ * Schema dedupd after every migration, one row per column as PostgreSQL's
+ * catalog names it: the one place to read the shape of dedupd.keys. A
+ * migration that changes a table changes this list; store_schema_check
+ * holds the two together.
+ */
+static const struct schema_column {
+        const char *table, *column, *type;
+        int nullable;
+} schema[] = {
+        {"attempts", "attempts", "integer", 0},
+        {"attempts", "inherited", "integer", 0}, /* crashes of the batches an isolated message was in */
+        {"attempts", "last_at", "timestamp with time zone", 0},
+        {"attempts", "namespace", "text", 0},
+        {"attempts", "offset", "bigint", 0},
+        {"attempts", "partition", "integer", 0},
+        {"attempts", "single", "boolean", 0}, /* a message run alone, or a batch's start */
+        {"attempts", "topic", "text", 0},
+        {"attempts", "until_offset", "bigint", 0},
+        {"keys", "attempts", "integer", 0},
+        {"keys", "created_at", "timestamp with time zone", 0},
+        {"keys", "expires_at", "timestamp with time zone", 1}, /* NULL: kept forever */
+        {"keys", "fingerprint", "bytea", 1},
+        {"keys", "idem_key", "text", 0},
+        {"keys", "lease_until", "timestamp with time zone", 1}, /* external mode */
+        {"keys", "namespace", "text", 0},
+        {"keys", "offset", "bigint", 1},
+        {"keys", "owner", "text", 1}, /* external mode */
+        {"keys", "partition", "integer", 1},
+        {"keys", "response", "text", 1},
+        {"keys", "response_expires_at", "timestamp with time zone", 1},
+        {"keys", "status", "text", 0}, /* PENDING, DONE, FAILED, EXPIRED */
+        {"keys", "topic", "text", 1},
+        {"keys", "updated_at", "timestamp with time zone", 0},
+        {"offsets", "applied", "bigint", 0},
+        {"offsets", "consumed", "bigint", 0},
+        {"offsets", "dead_lettered", "bigint", 0},
+        {"offsets", "duplicates", "bigint", 0},
+        {"offsets", "mismatches", "bigint", 0},
+        {"offsets", "namespace", "text", 0},
+        {"offsets", "next_offset", "bigint", 0},
+        {"offsets", "partition", "integer", 0},
+        {"offsets", "rejected", "bigint", 0},
+        {"offsets", "topic", "text", 0},
+        {"offsets", "updated_at", "timestamp with time zone", 0},
+        {"outbox", "created_at", "timestamp with time zone", 0},
+        {"outbox", "header_names", "ARRAY", 0},
+        {"outbox", "header_values", "ARRAY", 0},
+        {"outbox", "id", "bigint", 0},
+        {"outbox", "idem_key", "text", 1},
+        {"outbox", "key", "bytea", 1},
+        {"outbox", "namespace", "text", 0},
+        {"outbox", "sent_at", "timestamp with time zone", 1}, /* NULL until the broker acknowledged it */
+        {"outbox", "topic", "text", 0},
+        {"outbox", "value", "bytea", 1},
+        {"progress_log", "applied", "bigint", 0},
+        {"progress_log", "committed_at", "timestamp with time zone", 0},
+        {"progress_log", "consumed", "bigint", 0},
+        {"progress_log", "dead_lettered", "bigint", 0},
+        {"progress_log", "duplicates", "bigint", 0},
+        {"progress_log", "from_offset", "bigint", 0},
+        {"progress_log", "mismatches", "bigint", 0},
+        {"progress_log", "namespace", "text", 0},
+        {"progress_log", "next_offset", "bigint", 0},
+        {"progress_log", "partition", "integer", 0},
+        {"progress_log", "rejected", "bigint", 0},
+        {"progress_log", "topic", "text", 0},
+        {"schema_migrations", "applied_at", "timestamp with time zone", 0},
+        {"schema_migrations", "version", "integer", 0},
+};
+#define SCHEMA_COLUMNS (sizeof(schema) / sizeof(schema[0]))
+
+static int column_cmp(const char *t1, const char *c1, const char *t2, const char *c2)
+{
+        int c = strcmp(t1, t2);
+        return c ? c : strcmp(c1, c2);
+}
+
+/* Append one difference to the report. */
+static void differ(char *report, size_t sz, int *n, const char *what, const char *table, const char *column,
+                   const char *detail)
+{
+        size_t at = strlen(report);
+        if (at < sz)
+                snprintf(report + at, sz - at, "%s%s dedupd.%s.%s%s", *n ? "; " : "", what, table, column, detail);
+        (*n)++;
+}
+
+enum store_rc store_schema_check(struct store *s, int *differences, char *report, size_t reportsz, char *err,
+                                 size_t errsz)
+{
+        PGresult *r = NULL;
+        enum store_rc rc = store_query(s,
+                                       "SELECT table_name, column_name, data_type, is_nullable = 'YES'"
+                                       " FROM information_schema.columns WHERE table_schema = 'dedupd'"
+                                       " ORDER BY table_name COLLATE \"C\", column_name COLLATE \"C\"",
+                                       0, NULL, &r, err, errsz);
+        if (rc)
+                return rc;
+        size_t i = 0;
+        int row = 0, rows = PQntuples(r);
+        *differences = 0;
+        report[0] = '\0';
+        while (i < SCHEMA_COLUMNS || row < rows) {
+                const struct schema_column *want = i < SCHEMA_COLUMNS ? &schema[i] : NULL;
+                const char *t = row < rows ? PQgetvalue(r, row, 0) : NULL, *c = row < rows ? PQgetvalue(r, row, 1) : NULL;
+                int cmp = !want ? 1 : !t ? -1 : column_cmp(want->table, want->column, t, c);
+                if (cmp < 0) {
+                        differ(report, reportsz, differences, "missing", want->table, want->column, "");
+                        i++;
+                } else if (cmp > 0) {
+                        differ(report, reportsz, differences, "not described", t, c, "");
+                        row++;
+                } else {
+                        char detail[160];
+                        int nullable = !strcmp(PQgetvalue(r, row, 3), "t");
+                        snprintf(detail, sizeof(detail), " (%s%s, described %s%s)", PQgetvalue(r, row, 2),
+                                 nullable ? " NULL" : " NOT NULL", want->type, want->nullable ? " NULL" : " NOT NULL");
+                        if (strcmp(want->type, PQgetvalue(r, row, 2)) || want->nullable != nullable)
+                                differ(report, reportsz, differences, "differs:", t, c, detail);
+                        i++;
+                        row++;
+                }
+        }
+        PQclear(r);
+        if (!*differences)
+                snprintf(report, reportsz, "%zu columns in 6 tables, as described", SCHEMA_COLUMNS);
+        return STORE_OK;
+}

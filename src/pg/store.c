@@ -1,6 +1,8 @@
 /* store: dedupd's connection to PostgreSQL — connect, run statements, classify failures, transactions. */
 #include "pg/store.h"
 
+#include "base/mem.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,9 +92,8 @@ static void describe_target(struct store *s)
 
 struct store *store_new(const char *conninfo, int idle_tx_timeout_ms)
 {
-        struct store *s = calloc(1, sizeof(*s));
-        if (!s || !(s->conninfo = strdup(conninfo)))
-                abort();
+        struct store *s = xcalloc(1, sizeof(*s));
+        s->conninfo = xstrdup(conninfo);
         s->idle_tx_timeout_ms = idle_tx_timeout_ms;
         return s;
 }
@@ -136,6 +137,16 @@ enum store_rc store_connect(struct store *s, char *err, size_t errsz)
                                    " set_config('client_min_messages', 'warning', false),"
                                    " set_config('idle_in_transaction_session_timeout', $1, false)",
                                    1, NULL, params, NULL, NULL, 0);
+        /* Without its idle-transaction bound a stopped zombie would block its
+         * successor without limit: a session that cannot be set up is refused. */
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+                enum store_rc rc = store_classify(s->conn, r);
+                set_err(err, errsz, s->conn, r);
+                PQclear(r);
+                PQfinish(s->conn);
+                s->conn = NULL;
+                return rc == STORE_OK ? STORE_ERROR : rc;
+        }
         PQclear(r);
         return STORE_OK;
 }
@@ -184,9 +195,11 @@ enum store_rc store_commit(struct store *s, char *err, size_t errsz)
 void store_rollback(struct store *s)
 {
         char err[256];
-        if (s->conn && PQtransactionStatus(s->conn) != PQTRANS_IDLE &&
-            PQstatus(s->conn) == CONNECTION_OK)
-                store_exec(s, "ROLLBACK", err, sizeof(err));
+        /* A ROLLBACK that fails leaves nothing behind: the connection is gone
+         * and the server rolled the transaction back itself. */
+        if (s->conn && PQtransactionStatus(s->conn) != PQTRANS_IDLE && PQstatus(s->conn) == CONNECTION_OK &&
+            store_exec(s, "ROLLBACK", err, sizeof(err)))
+                log_debug("store", "rollback: %s", err);
 }
 
 /* Run a parameterised statement; parameters are text unless formats says binary. */

@@ -41,17 +41,17 @@ int store_ok(const struct store *s);
 /** 1 when the connection is usable and no transaction is open on it. */
 int store_idle(const struct store *s);
 
-enum store_rc store_exec(struct store *s, const char *sql, char *err, size_t errsz);
+enum store_rc store_exec(struct store *s, const char *sql, char *err, size_t errsz) __attribute__((warn_unused_result));
 /** A parameterised statement (all parameters text). On success *out (when
  *  out is not NULL) holds the result, to be PQclear'ed by the caller. */
 enum store_rc store_query(struct store *s, const char *sql, int nparams, const char *const *params,
-                          PGresult **out, char *err, size_t errsz);
+                          PGresult **out, char *err, size_t errsz) __attribute__((warn_unused_result));
 /** The same, with binary parameters where formats[i] is 1 (lengths[i] bytes). */
 enum store_rc store_query_binary(struct store *s, const char *sql, int nparams, const char *const *params,
                                  const int *lengths, const int *formats, PGresult **out, char *err,
-                                 size_t errsz);
-enum store_rc store_begin(struct store *s, char *err, size_t errsz);
-enum store_rc store_commit(struct store *s, char *err, size_t errsz);
+                                 size_t errsz) __attribute__((warn_unused_result));
+enum store_rc store_begin(struct store *s, char *err, size_t errsz) __attribute__((warn_unused_result));
+enum store_rc store_commit(struct store *s, char *err, size_t errsz) __attribute__((warn_unused_result));
 void store_rollback(struct store *s);
 
 /** Fold a libpq message onto one line, in place. */

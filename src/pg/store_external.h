@@ -33,11 +33,11 @@ struct store_ext_row {
 enum store_rc store_ext_claim(struct store *s, const char *ns, const char *key, const char *topic,
                               int32_t partition, int64_t offset, const char *fingerprint,
                               const char *owner, int64_t lease_ms, int64_t keep_ms,
-                              int64_t response_ttl_ms, int *claimed, char *err, size_t errsz);
+                              int64_t response_ttl_ms, int *claimed, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 /** Read a key's row; *found = 0 when there is none. */
 enum store_rc store_ext_read(struct store *s, const char *ns, const char *key,
-                             struct store_ext_row *row, int *found, char *err, size_t errsz);
+                             struct store_ext_row *row, int *found, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 /**
  * Compare-and-set takeover. From PENDING: only when the lease ran out, or
@@ -48,7 +48,7 @@ enum store_rc store_ext_read(struct store *s, const char *ns, const char *key,
  */
 enum store_rc store_ext_take_over(struct store *s, const char *ns, const char *key,
                                   const char *owner, int64_t lease_ms, int from_expired,
-                                  int *attempts, char *err, size_t errsz);
+                                  int *attempts, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 /**
  * Record the outcome ("DONE" or "FAILED") and first response, fenced by
@@ -57,11 +57,11 @@ enum store_rc store_ext_take_over(struct store *s, const char *ns, const char *k
  */
 enum store_rc store_ext_finish(struct store *s, const char *ns, const char *key, const char *owner,
                                const char *status, const char *response, int *finished, char *err,
-                               size_t errsz);
+                               size_t errsz) __attribute__((warn_unused_result));
 
 /** Give the lease up now (handler RETRY): the next attempt may take over at once. */
 enum store_rc store_ext_release(struct store *s, const char *ns, const char *key,
-                                const char *owner, char *err, size_t errsz);
+                                const char *owner, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 /**
  * Mark at most `limit` PENDING keys of topic whose lease ran out more than
@@ -71,6 +71,6 @@ enum store_rc store_ext_release(struct store *s, const char *ns, const char *key
  */
 enum store_rc store_ext_reap(struct store *s, const char *ns, const char *topic,
                              int64_t expire_after_ms, int limit, size_t *reaped, char *sample,
-                             size_t samplesz, char *err, size_t errsz);
+                             size_t samplesz, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 #endif

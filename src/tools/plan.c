@@ -1,6 +1,8 @@
 /* plan: what dedupd.keys will hold — rows and bytes per retention class at a rate of new keys. */
 #include "tools/plan.h"
 
+#include "base/mem.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -143,20 +145,15 @@ struct table {
         size_t rows, cap;
 };
 
-static int table_add(struct table *t, const char *const *cells)
+static void table_add(struct table *t, const char *const *cells)
 {
         if (t->rows == t->cap) {
-                size_t cap = t->cap ? t->cap * 2 : 8;
-                void *n = realloc(t->cell, cap * sizeof(*t->cell));
-                if (!n)
-                        return -1;
-                t->cell = n;
-                t->cap = cap;
+                t->cap = t->cap ? t->cap * 2 : 8;
+                t->cell = xrealloc(t->cell, t->cap * sizeof(*t->cell));
         }
         for (int c = 0; c < PLAN_COLS; c++)
                 snprintf(t->cell[t->rows][c], sizeof(t->cell[0][0]), "%s", cells[c]);
         t->rows++;
-        return 0;
 }
 
 static void table_print(const struct table *t, FILE *out)
@@ -186,14 +183,52 @@ static void topics_of(const struct config *cfg, const struct retention_class *c,
                 snprintf(buf, bufsz, "(none)");
 }
 
-int plan_print(const struct config *cfg, struct store *s, double rate_per_s, FILE *out,
-                   char *err, size_t errsz)
+/* "2d (48h, 172800 s)" */
+static void keep_text(int64_t keep_ms, char *buf, size_t sz)
+{
+        char d[32];
+        config_format_duration(keep_ms, d, sizeof(d));
+        if (keep_ms >= 86400000 && keep_ms % 3600000 == 0)
+                snprintf(buf, sz, "%s (%" PRId64 "h, %" PRId64 " s)", d, keep_ms / 3600000, keep_ms / 1000);
+        else
+                snprintf(buf, sz, "%s (%" PRId64 " s)", d, keep_ms / 1000);
+}
+
+/* The row of one class: rows and bytes kept at the rate; -1 when too large. */
+static int class_row(struct table *t, const struct config *cfg, const struct retention_class *c, double rate_per_s,
+                     double row_bytes)
+{
+        char keep[64], topics[96], rows_s[96], bytes_s[96], h1[32], h2[32];
+        uint64_t rows, bytes;
+        if (plan_class(rate_per_s, c->keep_ms, row_bytes, &rows, &bytes))
+                return -1;
+        keep_text(c->keep_ms, keep, sizeof(keep));
+        topics_of(cfg, c, topics, sizeof(topics));
+        snprintf(rows_s, sizeof(rows_s), "%" PRIu64 " (%s)", rows, plan_human_count(rows, h1, sizeof(h1)));
+        snprintf(bytes_s, sizeof(bytes_s), "%" PRIu64 " B (%s)", bytes, plan_human_bytes(bytes, h2, sizeof(h2)));
+        table_add(t, (const char *const[]){c->name, keep, topics, rows_s, bytes_s});
+        return 0;
+}
+
+/* Topics without a class: the table only grows; its growth per day is the plan. */
+static void forever_row(struct table *t, const struct config *cfg, uint64_t rows_a_day, uint64_t bytes_a_day)
+{
+        char topics[96], rows_s[96], bytes_s[96], h1[32], h2[32];
+        topics_of(cfg, NULL, topics, sizeof(topics));
+        snprintf(rows_s, sizeof(rows_s), "+%" PRIu64 " a day (%s)", rows_a_day,
+                 plan_human_count(rows_a_day, h1, sizeof(h1)));
+        snprintf(bytes_s, sizeof(bytes_s), "+%" PRIu64 " B a day (%s)", bytes_a_day,
+                 plan_human_bytes(bytes_a_day, h2, sizeof(h2)));
+        table_add(t, (const char *const[]){"-", "forever", topics, rows_s, bytes_s});
+}
+
+int plan_print(const struct config *cfg, struct store *s, double rate_per_s, FILE *out, char *err, size_t errsz)
 {
         struct table t = {0};
-        char how[512], keep[64], topics[96], rows_s[96], bytes_s[96], h1[32], h2[32];
+        char how[512], h1[32];
         double row_bytes;
         uint64_t rows, bytes;
-        int rc = -1, forever = 0;
+        int forever = 0;
 
         measure_row(s, cfg, &row_bytes, how, sizeof(how));
         if (plan_class(rate_per_s, 86400000, row_bytes, &rows, &bytes)) {
@@ -204,54 +239,23 @@ int plan_print(const struct config *cfg, struct store *s, double rate_per_s, FIL
                      "(an upper bound: a duplicate adds no row)\n",
                 cfg->namespace, rate_per_s, plan_human_count(rows, h1, sizeof(h1)));
         fprintf(out, "row size: %.0f B, %s\n\n", row_bytes, how);
-
-        if (table_add(&t, (const char *const[]){"class", "keep", "topics", "rows kept", "on disk"}))
-                goto oom;
-        for (size_t i = 0; i < cfg->class_cnt; i++) {
-                const struct retention_class *c = &cfg->classes[i];
-                if (plan_class(rate_per_s, c->keep_ms, row_bytes, &rows, &bytes)) {
-                        snprintf(err, errsz, "class '%s': the rate is too large to plan for", c->name);
-                        goto out;
+        table_add(&t, (const char *const[]){"class", "keep", "topics", "rows kept", "on disk"});
+        for (size_t i = 0; i < cfg->class_cnt; i++)
+                if (class_row(&t, cfg, &cfg->classes[i], rate_per_s, row_bytes)) {
+                        snprintf(err, errsz, "class '%s': the rate is too large to plan for", cfg->classes[i].name);
+                        free(t.cell);
+                        return -1;
                 }
-                config_format_duration(c->keep_ms, h1, sizeof(h1));
-                if (c->keep_ms >= 86400000 && c->keep_ms % 3600000 == 0)
-                        snprintf(keep, sizeof(keep), "%s (%" PRId64 "h, %" PRId64 " s)", h1,
-                                 c->keep_ms / 3600000, c->keep_ms / 1000);
-                else
-                        snprintf(keep, sizeof(keep), "%s (%" PRId64 " s)", h1, c->keep_ms / 1000);
-                topics_of(cfg, c, topics, sizeof(topics));
-                snprintf(rows_s, sizeof(rows_s), "%" PRIu64 " (%s)", rows,
-                         plan_human_count(rows, h1, sizeof(h1)));
-                snprintf(bytes_s, sizeof(bytes_s), "%" PRIu64 " B (%s)", bytes,
-                         plan_human_bytes(bytes, h2, sizeof(h2)));
-                if (table_add(&t, (const char *const[]){c->name, keep, topics, rows_s, bytes_s}))
-                        goto oom;
-        }
         for (size_t i = 0; i < cfg->topic_cnt; i++)
                 forever += cfg->topics[i].retention == NULL;
-        if (forever) {
-                /* No class: the table only grows. Its growth per day is the plan. */
-                if (plan_class(rate_per_s, 86400000, row_bytes, &rows, &bytes))
-                        goto oom;
-                topics_of(cfg, NULL, topics, sizeof(topics));
-                snprintf(rows_s, sizeof(rows_s), "+%" PRIu64 " a day (%s)", rows,
-                         plan_human_count(rows, h1, sizeof(h1)));
-                snprintf(bytes_s, sizeof(bytes_s), "+%" PRIu64 " B a day (%s)", bytes,
-                         plan_human_bytes(bytes, h2, sizeof(h2)));
-                if (table_add(&t, (const char *const[]){"-", "forever", topics, rows_s, bytes_s}))
-                        goto oom;
-        }
+        if (forever)
+                forever_row(&t, cfg, rows, bytes);
         if (!cfg->class_cnt)
                 fprintf(out, "no retention classes: keys are kept forever and dedupd.keys grows without "
                              "bound (add retention_classes: and retention: per topic)\n");
         table_print(&t, out);
         if (forever && cfg->class_cnt)
                 fprintf(out, "topics without retention: keep their keys forever\n");
-        rc = 0;
-        goto out;
-oom:
-        snprintf(err, errsz, "out of memory");
-out:
         free(t.cell);
-        return rc;
+        return 0;
 }

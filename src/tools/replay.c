@@ -1,6 +1,8 @@
 /* replay: move a group back (Kafka's committed offsets and dedupd.offsets together) or re-produce records. */
 #include "tools/replay.h"
 
+#include "base/mem.h"
+
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -135,11 +137,7 @@ int replay_parse_partitions(const char *s, int32_t **out, size_t *cnt, char *err
 
         for (const char *q = s; *q; q++)
                 n += *q == ',';
-        v = calloc(n, sizeof(*v));
-        if (!v) {
-                snprintf(err, errsz, "out of memory");
-                return -1;
-        }
+        v = xcalloc(n, sizeof(*v));
         for (size_t i = 0; i < n; i++) {
                 char *end;
                 long x;
@@ -230,11 +228,7 @@ static enum replay_rc read_partitions(rd_kafka_t *rk, const struct replay_opts *
         if (total < 0)
                 return REPLAY_USAGE;
         n = o->partitions ? o->partition_cnt : (size_t)total;
-        ps = calloc(n ? n : 1, sizeof(*ps));
-        if (!ps) {
-                snprintf(err, errsz, "out of memory");
-                return REPLAY_FAILED;
-        }
+        ps = xcalloc(n ? n : 1, sizeof(*ps));
         for (size_t i = 0; i < n; i++) {
                 ps[i].id = o->partitions ? o->partitions[i] : (int32_t)i;
                 if (ps[i].id >= total) {
@@ -457,77 +451,58 @@ static void print_pos(int64_t v)
                 printf(" %10s", "-");
 }
 
-static enum replay_rc reset(const struct config *cfg, const struct replay_opts *o, char *err, size_t errsz)
-{
-        const char *group = kafka_property(cfg, "group.id");
-        struct store *s = NULL;
-        struct part *ps = NULL;
-        size_t n = 0;
-        rd_kafka_t *rk = NULL;
-        int64_t *at = NULL, again = 0, skipped = 0, start = log_now_ms();
-        enum replay_rc rc;
+/* One reset: the group's partitions of the topic and where each goes. */
+struct reset {
+        const struct config *cfg;
+        const struct replay_opts *o;
+        const char *group;
+        rd_kafka_t *rk;
+        struct store *s;
+        struct part *ps;
+        size_t n;
+        int64_t *at; /* --to-time: each partition's first offset at or after it */
+        int64_t again, skipped;
+};
 
-        if (!config_topic(cfg, o->topic)) {
-                snprintf(err, errsz, "topic %s is not in %s: dedupd does not consume it", o->topic, cfg->path);
-                return REPLAY_USAGE;
-        }
-        if (!group) {
-                snprintf(err, errsz, "the config sets no kafka group.id");
-                return REPLAY_USAGE;
-        }
-        rk = kafka_client(cfg, RD_KAFKA_CONSUMER, KAFKA_ROLE_CLIENT, group, err, errsz);
-        if (!rk)
-                return REPLAY_USAGE;
-        if ((rc = read_partitions(rk, o, &ps, &n, err, errsz)))
-                goto out;
-        rc = REPLAY_USAGE;
+/* Where each partition goes: the beginning, an offset, or the first record at a time. */
+static enum replay_rc reset_targets(struct reset *x, char *err, size_t errsz)
+{
+        const struct replay_opts *o = x->o;
         if (o->to_time_ms >= 0) {
-                if (!(at = calloc(n ? n : 1, sizeof(*at)))) {
-                        snprintf(err, errsz, "out of memory");
-                        rc = REPLAY_FAILED;
-                        goto out;
-                }
-                if (offsets_at(rk, o->topic, ps, n, o->to_time_ms, at, err, errsz))
-                        goto out;
+                x->at = xcalloc(x->n ? x->n : 1, sizeof(*x->at));
+                if (offsets_at(x->rk, o->topic, x->ps, x->n, o->to_time_ms, x->at, err, errsz))
+                        return REPLAY_USAGE;
         }
-        for (size_t i = 0; i < n; i++) {
-                struct part *p = &ps[i];
-                p->to = o->to_beginning ? p->lo : at ? at[i] : o->to_offset;
+        for (size_t i = 0; i < x->n; i++) {
+                struct part *p = &x->ps[i];
+                p->to = o->to_beginning ? p->lo : x->at ? x->at[i] : o->to_offset;
                 if (p->to < p->lo || p->to > p->hi) {
                         snprintf(err, errsz, "offset %" PRId64 " is outside partition %s/%d, which holds %" PRId64
                                              "..%" PRId64,
                                  p->to, o->topic, (int)p->id, p->lo, p->hi);
-                        goto out;
+                        return REPLAY_USAGE;
                 }
         }
-        rc = REPLAY_FAILED;
-        if (read_committed(rk, o->topic, ps, n, err, errsz))
-                goto out;
-        if (!(s = store_open(cfg->pg_conninfo, err, errsz))) {
-                rc = REPLAY_USAGE;
-                goto out;
-        }
-        if (read_db_offsets(s, cfg->namespace, o->topic, ps, n, err, errsz))
-                goto out;
+        return REPLAY_OK;
+}
 
-        int active = group_active(rk, group, err, errsz);
-        if (active == 1 && !o->dry_run)
-                goto out; /* REPLAY_FAILED with the reason */
-        if (active < 0)
-                log_warn("replay", "%s; relying on the broker to refuse a commit while the group has members", err);
-
+/* The plan, per partition: where Kafka and dedupd are, where they go, how
+ * many records come again. */
+static void reset_print(struct reset *x)
+{
+        const struct replay_opts *o = x->o;
         char target[64];
         if (o->to_beginning)
                 snprintf(target, sizeof(target), "the beginning");
-        else if (at)
+        else if (x->at)
                 fmt_time(o->to_time_ms, target, sizeof(target));
         else
                 snprintf(target, sizeof(target), "offset %" PRId64, o->to_offset);
-        printf("group %s, namespace %s, topic %s: reset to %s\n", group, cfg->namespace, o->topic, target);
+        printf("group %s, namespace %s, topic %s: reset to %s\n", x->group, x->cfg->namespace, o->topic, target);
         printf("%9s %10s %10s %10s %10s %10s %12s\n", "partition", "low", "high", "kafka", "dedupd", "new",
                "redelivered");
-        for (size_t i = 0; i < n; i++) {
-                const struct part *p = &ps[i];
+        for (size_t i = 0; i < x->n; i++) {
+                const struct part *p = &x->ps[i];
                 int64_t cur = current_of(p);
                 printf("%9d", (int)p->id);
                 print_pos(p->lo);
@@ -537,76 +512,117 @@ static enum replay_rc reset(const struct config *cfg, const struct replay_opts *
                 print_pos(p->to);
                 if (p->to <= cur) {
                         printf(" %12" PRId64 "\n", cur - p->to);
-                        again += cur - p->to;
+                        x->again += cur - p->to;
                 } else {
                         printf(" %12s\n", "(skips)");
-                        skipped += p->to - cur;
+                        x->skipped += p->to - cur;
                 }
         }
-        if (skipped)
-                printf("warning: moving forward skips %" PRId64 " records that were never processed\n", skipped);
+        if (x->skipped)
+                printf("warning: moving forward skips %" PRId64 " records that were never processed\n", x->skipped);
+}
 
-        if (active == 1)
-                goto out; /* a dry run shows the plan, then the refusal a real run would meet */
-        if (o->dry_run) {
-                printf("dry run: nothing changed (%" PRId64 " records would be delivered again)\n", again);
-                rc = REPLAY_OK;
-                goto out;
-        }
+/*
+ * Order: the database first, committed last. The new positions are written
+ * inside an open transaction, Kafka's offsets are moved, and only when the
+ * broker accepted them is the transaction committed.
+ *  - Kafka refuses (active members) or fails: ROLLBACK, nothing moved.
+ *  - COMMIT fails after Kafka moved: Kafka is behind the table, which is what
+ *    dedupd's invariant already allows (Kafka is never ahead of the
+ *    database); dedupd starts from the table, so no replay happens and
+ *    running the command again finishes it.
+ * The other order could leave the table moved and Kafka not: dedupd would
+ * replay (the table is authoritative) while Kafka's committed offsets sit
+ * ahead of the database, which monitoring reads as done.
+ */
+static enum replay_rc reset_move(struct reset *x, char *err, size_t errsz)
+{
+        int32_t ids[x->n ? x->n : 1];
+        int64_t to[x->n ? x->n : 1];
+        char tmp[512];
+        enum replay_rc rc;
 
-        /*
-         * Order: the database first, committed last. The new positions are
-         * written inside an open transaction, Kafka's offsets are moved, and
-         * only when the broker accepted them is the transaction committed.
-         *  - Kafka refuses (active members) or fails: ROLLBACK, nothing moved.
-         *  - COMMIT fails after Kafka moved: Kafka is behind the table, which
-         *    is what dedupd's invariant already allows (Kafka is never ahead of
-         *    the database); dedupd starts from the table, so no replay happens
-         *    and running the command again finishes it.
-         * The other order could leave the table moved and Kafka not: dedupd
-         * would replay (the table is authoritative) while Kafka's committed
-         * offsets sit ahead of the database, which monitoring reads as done.
-         */
-        if (store_migrate(s, err, errsz) || store_begin(s, err, errsz))
-                goto out;
-        {
-                int32_t ids[n ? n : 1];
-                int64_t to[n ? n : 1];
-                for (size_t i = 0; i < n; i++) {
-                        ids[i] = ps[i].id;
-                        to[i] = ps[i].to;
-                }
-                if (store_offsets_set(s, cfg->namespace, o->topic, n, ids, to, err, errsz)) {
-                        char tmp[512];
-                        snprintf(tmp, sizeof(tmp), "updating dedupd.offsets: %s", err);
-                        snprintf(err, errsz, "%s", tmp);
-                        goto out;
-                }
+        for (size_t i = 0; i < x->n; i++) {
+                ids[i] = x->ps[i].id;
+                to[i] = x->ps[i].to;
         }
-        if ((rc = alter_offsets(rk, group, o->topic, ps, n, err, errsz)))
-                goto out;
-        rc = REPLAY_FAILED;
-        if (store_commit(s, err, errsz) != STORE_OK) {
-                char tmp[512];
-                snprintf(tmp, sizeof(tmp), "%s", err);
+        if (store_migrate(x->s, err, errsz) || store_begin(x->s, err, errsz))
+                return REPLAY_FAILED;
+        if (store_offsets_set(x->s, x->cfg->namespace, x->o->topic, x->n, ids, to, tmp, sizeof(tmp))) {
+                snprintf(err, errsz, "updating dedupd.offsets: %s", tmp);
+                return REPLAY_FAILED;
+        }
+        if ((rc = alter_offsets(x->rk, x->group, x->o->topic, x->ps, x->n, err, errsz)))
+                return rc;
+        if (store_commit(x->s, tmp, sizeof(tmp)) != STORE_OK) {
                 snprintf(err, errsz, "Kafka's committed offsets were moved but the database's were not (%s); "
                                      "dedupd starts from the database, so nothing will be replayed: run the "
                                      "command again",
                          tmp);
+                return REPLAY_FAILED;
+        }
+        return REPLAY_OK;
+}
+
+/* Read everything the reset depends on: partitions, targets, both positions. */
+static enum replay_rc reset_prepare(struct reset *x, char *err, size_t errsz)
+{
+        enum replay_rc rc;
+        if (!(x->rk = kafka_client(x->cfg, RD_KAFKA_CONSUMER, KAFKA_ROLE_CLIENT, x->group, err, errsz)))
+                return REPLAY_USAGE;
+        if ((rc = read_partitions(x->rk, x->o, &x->ps, &x->n, err, errsz)) || (rc = reset_targets(x, err, errsz)))
+                return rc;
+        if (read_committed(x->rk, x->o->topic, x->ps, x->n, err, errsz))
+                return REPLAY_FAILED;
+        if (!(x->s = store_open(x->cfg->pg_conninfo, err, errsz)))
+                return REPLAY_USAGE;
+        if (read_db_offsets(x->s, x->cfg->namespace, x->o->topic, x->ps, x->n, err, errsz))
+                return REPLAY_FAILED;
+        return REPLAY_OK;
+}
+
+static enum replay_rc reset(const struct config *cfg, const struct replay_opts *o, char *err, size_t errsz)
+{
+        struct reset x = {.cfg = cfg, .o = o, .group = kafka_property(cfg, "group.id")};
+        int64_t start = log_now_ms();
+        enum replay_rc rc;
+
+        if (!config_topic(cfg, o->topic)) {
+                snprintf(err, errsz, "topic %s is not in %s: dedupd does not consume it", o->topic, cfg->path);
+                return REPLAY_USAGE;
+        }
+        if (!x.group) {
+                snprintf(err, errsz, "the config sets no kafka group.id");
+                return REPLAY_USAGE;
+        }
+        if ((rc = reset_prepare(&x, err, errsz)))
+                goto out;
+        rc = REPLAY_FAILED;
+        int active = group_active(x.rk, x.group, err, errsz);
+        if (active == 1 && !o->dry_run)
+                goto out; /* REPLAY_FAILED with the reason */
+        if (active < 0)
+                log_warn("replay", "%s; relying on the broker to refuse a commit while the group has members", err);
+        reset_print(&x);
+        if (active == 1)
+                goto out; /* a dry run shows the plan, then the refusal a real run would meet */
+        if (o->dry_run) {
+                printf("dry run: nothing changed (%" PRId64 " records would be delivered again)\n", x.again);
+                rc = REPLAY_OK;
                 goto out;
         }
-        printf("reset %zu partition%s of %s for group %s: %" PRId64 " records will be delivered again "
-               "(%.1f s)\n",
-               n, n == 1 ? "" : "s", o->topic, group, again, (double)(log_now_ms() - start) / 1000.0);
-        rc = REPLAY_OK;
+        if ((rc = reset_move(&x, err, errsz)))
+                goto out;
+        printf("reset %zu partition%s of %s for group %s: %" PRId64 " records will be delivered again (%.1f s)\n",
+               x.n, x.n == 1 ? "" : "s", o->topic, x.group, x.again, (double)(log_now_ms() - start) / 1000.0);
 out:
-        if (s)
-                store_rollback(s); /* a no-op after COMMIT */
-        store_free(s);
-        free(at);
-        free(ps);
-        if (rk)
-                rd_kafka_destroy(rk);
+        if (x.s)
+                store_rollback(x.s); /* a no-op after COMMIT */
+        store_free(x.s);
+        free(x.at);
+        free(x.ps);
+        if (x.rk)
+                rd_kafka_destroy(x.rk);
         return rc;
 }
 
@@ -659,58 +675,82 @@ static rd_kafka_resp_err_t produce_again(rd_kafka_t *p, const char *topic, rd_ka
         return e;
 }
 
-static enum replay_rc reproduce(const struct config *cfg, const struct replay_opts *o, char *err,
-                                size_t errsz)
-{
-        static const char *const consumer_extra[] = {"group.id", REPRODUCE_GROUP, "enable.auto.commit", "false",
-                                                     "enable.auto.offset.store", "false",
-                                                     "enable.partition.eof", "true", "auto.offset.reset",
-                                                     "error", NULL};
-        /* Idempotent with acks=all: a retry inside the producer never adds a
-         * third copy; the copy itself is the point. */
-        static const char *const producer_extra[] = {"enable.idempotence", "true", "acks", "all",
-                                                     "linger.ms", "5", NULL};
-        struct part *ps = NULL;
-        size_t n = 0, open_parts = 0, ranges;
-        rd_kafka_t *c = NULL, *p = NULL;
-        rd_kafka_conf_t *conf = NULL;
-        rd_kafka_topic_partition_list_t *l = NULL;
-        int64_t *at = NULL, total = 0, produced = 0, start = log_now_ms(), last_activity;
-        struct acks acks = {0};
+/* One reproduction: a consumer reading each range, a producer writing it again. */
+struct repro {
+        const struct config *cfg;
+        const struct replay_opts *o;
+        rd_kafka_t *c, *p;
+        struct part *ps;
+        size_t n, open_parts, ranges;
+        int64_t total, produced, last_activity;
+        struct acks acks;
         struct progress pr;
-        enum replay_rc rc;
+};
 
-        if (!(conf = kafka_conf(cfg, KAFKA_ROLE_CLIENT, consumer_extra, err, errsz)))
+static enum replay_rc repro_consumer(struct repro *x, char *err, size_t errsz)
+{
+        static const char *const extra[] = {"group.id", REPRODUCE_GROUP, "enable.auto.commit", "false",
+                                            "enable.auto.offset.store", "false", "enable.partition.eof", "true",
+                                            "auto.offset.reset", "error", NULL};
+        rd_kafka_conf_t *conf = kafka_conf(x->cfg, KAFKA_ROLE_CLIENT, extra, err, errsz);
+        if (!conf)
                 return REPLAY_USAGE;
-        if (!(c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, errsz))) {
+        if (!(x->c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, errsz))) {
                 rd_kafka_conf_destroy(conf);
                 return REPLAY_USAGE;
         }
-        /* conf is now owned by c */
-        if ((rc = read_partitions(c, o, &ps, &n, err, errsz)))
-                goto out;
-        rc = REPLAY_FAILED;
-        if (!(at = calloc(n ? n : 1, sizeof(*at)))) {
-                snprintf(err, errsz, "out of memory");
-                goto out;
+        return REPLAY_OK; /* conf is now owned by c */
+}
+
+/* Idempotent with acks=all: a retry inside the producer never adds a third
+ * copy; the copy itself is the point. */
+static enum replay_rc repro_producer(struct repro *x, char *err, size_t errsz)
+{
+        static const char *const extra[] = {"enable.idempotence", "true", "acks", "all", "linger.ms", "5", NULL};
+        rd_kafka_conf_t *conf = kafka_conf(x->cfg, KAFKA_ROLE_CLIENT, extra, err, errsz);
+        if (!conf)
+                return REPLAY_FAILED;
+        rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
+        rd_kafka_conf_set_opaque(conf, &x->acks);
+        if (!(x->p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, errsz))) {
+                rd_kafka_conf_destroy(conf);
+                return REPLAY_FAILED;
         }
-        rc = REPLAY_USAGE;
-        for (size_t i = 0; i < n; i++) {
-                ps[i].from = o->from_offset >= 0 ? o->from_offset : ps[i].lo;
-                ps[i].to = o->to_offset >= 0 ? o->to_offset : ps[i].hi;
+        return REPLAY_OK; /* conf is now owned by p */
+}
+
+/* [from, to) of each partition, from offsets or times. */
+static enum replay_rc repro_ranges(struct repro *x, char *err, size_t errsz)
+{
+        const struct replay_opts *o = x->o;
+        int64_t *at = xcalloc(x->n ? x->n : 1, sizeof(*at));
+        enum replay_rc rc = REPLAY_USAGE;
+        for (size_t i = 0; i < x->n; i++) {
+                x->ps[i].from = o->from_offset >= 0 ? o->from_offset : x->ps[i].lo;
+                x->ps[i].to = o->to_offset >= 0 ? o->to_offset : x->ps[i].hi;
         }
         if (o->from_time_ms >= 0) {
-                if (offsets_at(c, o->topic, ps, n, o->from_time_ms, at, err, errsz))
+                if (offsets_at(x->c, o->topic, x->ps, x->n, o->from_time_ms, at, err, errsz))
                         goto out;
-                for (size_t i = 0; i < n; i++)
-                        ps[i].from = at[i];
+                for (size_t i = 0; i < x->n; i++)
+                        x->ps[i].from = at[i];
         }
         if (o->to_time_ms >= 0) {
-                if (offsets_at(c, o->topic, ps, n, o->to_time_ms, at, err, errsz))
+                if (offsets_at(x->c, o->topic, x->ps, x->n, o->to_time_ms, at, err, errsz))
                         goto out;
-                for (size_t i = 0; i < n; i++)
-                        ps[i].to = at[i];
+                for (size_t i = 0; i < x->n; i++)
+                        x->ps[i].to = at[i];
         }
+        rc = REPLAY_OK;
+out:
+        free(at);
+        return rc;
+}
+
+/* The plan per partition; a range outside what the partition holds is refused. */
+static enum replay_rc repro_print(struct repro *x, char *err, size_t errsz)
+{
+        const struct replay_opts *o = x->o;
         char from[40] = "", to[40] = "";
         if (o->from_time_ms >= 0)
                 fmt_time(o->from_time_ms, from, sizeof(from));
@@ -719,135 +759,153 @@ static enum replay_rc reproduce(const struct config *cfg, const struct replay_op
         printf("topic %s: produce again (key, value, headers, same partition)%s%s%s%s\n", o->topic,
                *from ? ", from " : "", from, *to ? ", until " : "", to);
         printf("%9s %10s %10s %10s %10s %10s\n", "partition", "low", "high", "from", "to", "records");
-        for (size_t i = 0; i < n; i++) {
-                struct part *q = &ps[i];
+        for (size_t i = 0; i < x->n; i++) {
+                struct part *q = &x->ps[i];
                 int bad_from = q->from < q->lo || q->from > q->hi;
                 if (bad_from || q->to < q->lo || q->to > q->hi) {
                         snprintf(err, errsz, "offset %" PRId64 " is outside partition %s/%d, which holds %" PRId64
                                              "..%" PRId64,
                                  bad_from ? q->from : q->to, o->topic, (int)q->id, q->lo, q->hi);
-                        goto out;
+                        return REPLAY_USAGE;
                 }
                 if (q->to < q->from)
                         q->to = q->from; /* an empty range */
                 printf("%9d %10" PRId64 " %10" PRId64 " %10" PRId64 " %10" PRId64 " %10" PRId64 "\n", (int)q->id,
                        q->lo, q->hi, q->from, q->to, q->to - q->from);
-                total += q->to - q->from;
+                x->total += q->to - q->from;
         }
-        if (o->dry_run) {
-                printf("dry run: nothing produced (%" PRId64 " records would be produced again)\n", total);
-                rc = REPLAY_OK;
-                goto out;
-        }
+        return REPLAY_OK;
+}
 
-        rc = REPLAY_FAILED;
-        if (!(conf = kafka_conf(cfg, KAFKA_ROLE_CLIENT, producer_extra, err, errsz)))
-                goto out;
-        rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
-        rd_kafka_conf_set_opaque(conf, &acks);
-        if (!(p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, errsz))) {
-                rd_kafka_conf_destroy(conf);
-                goto out;
-        }
-        /* conf is now owned by p */
-        l = rd_kafka_topic_partition_list_new((int)n);
-        for (size_t i = 0; i < n; i++) {
-                if (ps[i].to > ps[i].from) {
-                        rd_kafka_topic_partition_list_add(l, o->topic, ps[i].id)->offset = ps[i].from;
-                        open_parts++;
+/* Read from each range's start; empty ranges are done already. */
+static enum replay_rc repro_assign(struct repro *x, char *err, size_t errsz)
+{
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)x->n);
+        for (size_t i = 0; i < x->n; i++) {
+                if (x->ps[i].to > x->ps[i].from) {
+                        rd_kafka_topic_partition_list_add(l, x->o->topic, x->ps[i].id)->offset = x->ps[i].from;
+                        x->open_parts++;
                 } else {
-                        ps[i].done = 1;
+                        x->ps[i].done = 1;
                 }
         }
-        ranges = open_parts;
-        rd_kafka_resp_err_t e = rd_kafka_assign(c, l);
+        x->ranges = x->open_parts;
+        rd_kafka_resp_err_t e = rd_kafka_assign(x->c, l);
+        rd_kafka_topic_partition_list_destroy(l);
         if (e) {
-                snprintf(err, errsz, "reading %s: %s", o->topic, rd_kafka_err2str(e));
-                goto out;
+                snprintf(err, errsz, "reading %s: %s", x->o->topic, rd_kafka_err2str(e));
+                return REPLAY_FAILED;
         }
-        progress_start(&pr, "reproduce", "records acknowledged", total);
-        last_activity = log_now_ms();
-        while (open_parts > 0) {
-                rd_kafka_message_t *m = rd_kafka_consumer_poll(c, 100);
-                int64_t acked = acks.delivered + acks.failed;
-                rd_kafka_poll(p, 0);
-                if (acks.delivered + acks.failed != acked)
-                        last_activity = log_now_ms();
-                progress_show(&pr, acks.delivered, produced, 0);
+        return REPLAY_OK;
+}
+
+/* One record read: produced again when in its range; its partition done at
+ * the range's last record or at the partition's end (records inside the
+ * range may be gone: compaction, markers). */
+static enum replay_rc repro_one(struct repro *x, rd_kafka_message_t *m, char *err, size_t errsz)
+{
+        const char *topic = x->o->topic;
+        struct part *q = find_part(x->ps, x->n, m->partition);
+        rd_kafka_resp_err_t e;
+        if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                snprintf(err, errsz, "reading %s/%d: %s", topic, (int)m->partition, rd_kafka_message_errstr(m));
+                return REPLAY_FAILED;
+        }
+        if (q && !q->done && !m->err && m->offset < q->to) {
+                if ((e = produce_again(x->p, topic, m))) {
+                        snprintf(err, errsz, "producing to %s/%d: %s", topic, (int)m->partition, rd_kafka_err2str(e));
+                        return REPLAY_FAILED;
+                }
+                x->produced++;
+        }
+        if (q && !q->done && m->offset + (m->err ? 0 : 1) >= q->to) {
+                rd_kafka_topic_partition_list_t *one = rd_kafka_topic_partition_list_new(1);
+                rd_kafka_topic_partition_list_add(one, topic, q->id);
+                rd_kafka_pause_partitions(x->c, one);
+                rd_kafka_topic_partition_list_destroy(one);
+                q->done = 1;
+                x->open_parts--;
+        }
+        return REPLAY_OK;
+}
+
+/* An acknowledgement counts as activity: the stall clock starts again. */
+static void repro_poll(struct repro *x, int timeout_ms)
+{
+        int64_t acked = x->acks.delivered + x->acks.failed;
+        rd_kafka_poll(x->p, timeout_ms);
+        if (x->acks.delivered + x->acks.failed != acked)
+                x->last_activity = log_now_ms();
+        progress_show(&x->pr, x->acks.delivered, x->produced, 0);
+}
+
+/* Every range read and produced again, then every acknowledgement, or a stall. */
+static enum replay_rc repro_copy(struct repro *x, char *err, size_t errsz)
+{
+        x->last_activity = log_now_ms();
+        while (x->open_parts > 0) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(x->c, 100);
+                repro_poll(x, 0);
                 if (!m) {
-                        if (log_now_ms() - last_activity > STALL_MS) {
-                                snprintf(err, errsz, "no records arrived for %d s (%" PRId64 " of %" PRId64
-                                                     " produced again)",
-                                         STALL_MS / 1000, produced, total);
-                                goto out;
-                        }
-                        continue;
+                        if (log_now_ms() - x->last_activity <= STALL_MS)
+                                continue;
+                        snprintf(err, errsz, "no records arrived for %d s (%" PRId64 " of %" PRId64 " produced again)",
+                                 STALL_MS / 1000, x->produced, x->total);
+                        return REPLAY_FAILED;
                 }
-                last_activity = log_now_ms();
-                struct part *q = find_part(ps, n, m->partition);
-                if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                        snprintf(err, errsz, "reading %s/%d: %s", o->topic, (int)m->partition,
-                                 rd_kafka_message_errstr(m));
-                        rd_kafka_message_destroy(m);
-                        goto out;
-                }
-                if (q && !q->done && !m->err && m->offset < q->to) {
-                        if ((e = produce_again(p, o->topic, m))) {
-                                snprintf(err, errsz, "producing to %s/%d: %s", o->topic, (int)m->partition,
-                                         rd_kafka_err2str(e));
-                                rd_kafka_message_destroy(m);
-                                goto out;
-                        }
-                        produced++;
-                }
-                /* Done at the range's last record, or at the end of the partition
-                 * (records inside the range may be gone: compaction, markers). */
-                if (q && !q->done && m->offset + (m->err ? 0 : 1) >= q->to) {
-                        rd_kafka_topic_partition_list_t *one = rd_kafka_topic_partition_list_new(1);
-                        rd_kafka_topic_partition_list_add(one, o->topic, q->id);
-                        rd_kafka_pause_partitions(c, one);
-                        rd_kafka_topic_partition_list_destroy(one);
-                        q->done = 1;
-                        open_parts--;
-                }
+                x->last_activity = log_now_ms();
+                enum replay_rc rc = repro_one(x, m, err, errsz);
                 rd_kafka_message_destroy(m);
+                if (rc)
+                        return rc;
         }
-        /* Every acknowledgement, or a stall. */
-        while (rd_kafka_outq_len(p) > 0) {
-                int64_t acked = acks.delivered + acks.failed;
-                rd_kafka_poll(p, 100);
-                if (acks.delivered + acks.failed != acked)
-                        last_activity = log_now_ms();
-                progress_show(&pr, acks.delivered, produced, 0);
-                if (log_now_ms() - last_activity > STALL_MS) {
-                        snprintf(err, errsz, "%d records not acknowledged after %d s", rd_kafka_outq_len(p),
+        while (rd_kafka_outq_len(x->p) > 0) {
+                repro_poll(x, 100);
+                if (log_now_ms() - x->last_activity > STALL_MS) {
+                        snprintf(err, errsz, "%d records not acknowledged after %d s", rd_kafka_outq_len(x->p),
                                  STALL_MS / 1000);
-                        goto out;
+                        return REPLAY_FAILED;
                 }
         }
-        progress_show(&pr, acks.delivered, produced, 1);
-        if (acks.failed || acks.delivered != produced) {
+        progress_show(&x->pr, x->acks.delivered, x->produced, 1);
+        if (x->acks.failed || x->acks.delivered != x->produced) {
                 snprintf(err, errsz, "%" PRId64 " of %" PRId64 " records were not acknowledged (%s)",
-                         produced - acks.delivered, produced, acks.failed ? acks.first_error : "lost");
+                         x->produced - x->acks.delivered, x->produced, x->acks.failed ? x->acks.first_error : "lost");
+                return REPLAY_FAILED;
+        }
+        return REPLAY_OK;
+}
+
+static enum replay_rc reproduce(const struct config *cfg, const struct replay_opts *o, char *err, size_t errsz)
+{
+        struct repro x = {.cfg = cfg, .o = o};
+        int64_t start = log_now_ms();
+        enum replay_rc rc;
+
+        if ((rc = repro_consumer(&x, err, errsz)) || (rc = read_partitions(x.c, o, &x.ps, &x.n, err, errsz)) ||
+            (rc = repro_ranges(&x, err, errsz)) || (rc = repro_print(&x, err, errsz)))
+                goto out;
+        if (o->dry_run) {
+                printf("dry run: nothing produced (%" PRId64 " records would be produced again)\n", x.total);
                 goto out;
         }
-        printf("produced %" PRId64 " records again into %zu partition%s of %s, every one acknowledged "
-               "(%.1f s)\n",
-               produced, ranges, ranges == 1 ? "" : "s", o->topic, (double)(log_now_ms() - start) / 1000.0);
-        rc = REPLAY_OK;
+        if ((rc = repro_producer(&x, err, errsz)) || (rc = repro_assign(&x, err, errsz)))
+                goto out;
+        progress_start(&x.pr, "reproduce", "records acknowledged", x.total);
+        if ((rc = repro_copy(&x, err, errsz)))
+                goto out;
+        printf("produced %" PRId64 " records again into %zu partition%s of %s, every one acknowledged (%.1f s)\n",
+               x.produced, x.ranges, x.ranges == 1 ? "" : "s", o->topic, (double)(log_now_ms() - start) / 1000.0);
 out:
-        if (l)
-                rd_kafka_topic_partition_list_destroy(l);
-        if (p) {
-                rd_kafka_flush(p, 5000);
-                rd_kafka_destroy(p);
+        if (x.p) {
+                rd_kafka_flush(x.p, 5000);
+                rd_kafka_destroy(x.p);
         }
-        if (c) {
-                rd_kafka_consumer_close(c);
-                rd_kafka_destroy(c);
+        if (x.c) {
+                rd_kafka_consumer_close(x.c);
+                rd_kafka_destroy(x.c);
         }
-        free(at);
-        free(ps);
+        free(x.ps);
         return rc;
 }
 

@@ -1,6 +1,8 @@
 /* verify: audit the dedup tables, the handlers' evidence and the lag, and list every anomaly. */
 #include "tools/verify.h"
 
+#include "base/mem.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,15 +42,12 @@ static void add(struct findings *f, const char *fmt, ...)
         char *line = NULL;
         if (f->cnt == f->cap) {
                 size_t cap = f->cap ? f->cap * 2 : 64;
-                char **nl = realloc(f->lines, cap * sizeof(*nl));
-                if (!nl)
-                        abort(); /* out of memory writing a report: nothing sane to do */
+                char **nl = xrealloc(f->lines, cap * sizeof(*nl));
                 f->lines = nl;
                 f->cap = cap;
         }
         va_start(ap, fmt);
-        if (vasprintf(&line, fmt, ap) < 0)
-                abort();
+        line = xvasprintf(fmt, ap);
         va_end(ap);
         f->lines[f->cnt++] = line;
 }
@@ -174,10 +173,8 @@ static size_t evidence_of(const struct config *cfg, struct evidence *ev)
                 struct evidence *e = evidence_find(ev, n, table, column);
                 if (!e) {
                         e = &ev[n++];
-                        *e = (struct evidence){strdup(d->name ? d->name : "?"), strdup(table), strdup(column),
-                                               calloc(cfg->topic_cnt, sizeof(char *)), 0};
-                        if (!e->handler || !e->table || !e->column || !e->topics)
-                                abort();
+                        *e = (struct evidence){xstrdup(d->name ? d->name : "?"), xstrdup(table), xstrdup(column),
+                                               xcalloc(cfg->topic_cnt, sizeof(char *)), 0};
                 }
                 e->topics[e->ntopics++] = cfg->topics[t].name;
                 loader_close(&h);
@@ -218,12 +215,10 @@ static int evidence_check(struct store *s, const struct config *cfg, const struc
 
 static int evidence(struct store *s, const struct config *cfg, struct findings *f, char *err, size_t errsz)
 {
-        struct evidence *ev = calloc(cfg->topic_cnt ? cfg->topic_cnt : 1, sizeof(*ev));
+        struct evidence *ev = xcalloc(cfg->topic_cnt ? cfg->topic_cnt : 1, sizeof(*ev));
         size_t n;
         int rc = 0;
 
-        if (!ev)
-                abort();
         printf("\neffects (the evidence each handler declares)\n");
         n = evidence_of(cfg, ev);
         for (size_t i = 0; i < n && !rc; i++)

@@ -81,6 +81,16 @@ assert_eq "$rc" 1 "inspect of an unknown key exits"
 grep -q "DONE *| *1" "$WORK/stats.out" || fail "stats: $(cat "$WORK/stats.out")"
 log "ok: inspect and stats"
 
+# The migrated schema is the one described in src/pg/schema.c, column by column.
+"$DEDUPCTL" migrate -c "$WORK/good.yaml" >"$WORK/migrate.out" || fail "migrate: $(cat "$WORK/migrate.out")"
+grep -q "^schema dedupd: 59 columns in 6 tables, as described" "$WORK/migrate.out" || fail "migrate says: $(cat "$WORK/migrate.out")"
+sql "ALTER TABLE dedupd.keys ADD COLUMN note text"
+rc=0; "$DEDUPCTL" migrate -c "$WORK/good.yaml" >"$WORK/migrate2.out" 2>&1 || rc=$?
+assert_eq "$rc" 1 "migrate exit code with a column the description lacks"
+grep -q "differs from its description in 1 place: not described dedupd.keys.note" "$WORK/migrate2.out" || fail "migrate says: $(cat "$WORK/migrate2.out")"
+sql "ALTER TABLE dedupd.keys DROP COLUMN note"
+log "ok: the migrated schema matches its description, and a drift is named"
+
 # Secrets never reach a log: a password in the conninfo of an unreachable database.
 sed "s#conninfo: \".*\"#conninfo: \"host=127.0.0.1 port=1 dbname=x user=u password=S3cretXYZ\"#" "$WORK/good.yaml" >"$WORK/secret.yaml"
 start s1 "$WORK/secret.yaml"

@@ -8,6 +8,7 @@
 
 #include "base/config.h"
 #include "base/keyspec.h"
+#include "base/log.h"
 #include "unit.h"
 
 #ifndef FIXTURE_CONFIG_DIR
@@ -76,11 +77,9 @@ static void derive_key(const struct keyspec *ks, const char *payload, const char
                        const struct dedupd_header *hdrs, size_t hcnt, char *out)
 {
         char err[512];
-        struct keyspec_input in = {
-                payload, payload ? strlen(payload) : 0,
-                kafka_key, kafka_key ? strlen(kafka_key) : 0,
-                hdrs, hcnt,
-        };
+        struct record in = {.value = payload, .value_len = payload ? strlen(payload) : 0,
+                            .key = kafka_key, .key_len = kafka_key ? strlen(kafka_key) : 0,
+                            .headers = hdrs, .header_cnt = hcnt};
         assert_non_null(ks);
         if (keyspec_derive(ks, &in, out, KEYSPEC_MAX_KEY_LEN + 1, err, sizeof(err)))
                 fail_msg("key derivation failed: %s", err);
@@ -135,7 +134,7 @@ static void valid_full_config(void **state)
         assert_string_equal(cfg->path, "t.yaml");
         assert_string_equal(cfg->namespace, "payments-service");
         assert_string_equal(cfg->pg_conninfo, "host=127.0.0.1 dbname=dedupd");
-        assert_string_equal(cfg->log_level, "debug");
+        assert_int_equal(cfg->log_level, LOG_DEBUG);
         assert_int_equal(cfg->shutdown_timeout_ms, 10000);
         assert_int_equal(cfg->db_retry_max_ms, 5000);
 
@@ -221,7 +220,7 @@ static void minimal_config_defaults(void **state)
                                      "kafka: {bootstrap.servers: \"b:9092\", group.id: g}\n"
                                      "topics:\n"
                                      "  - {name: t, key: {subject: \"{key}\"}, handler: {path: h.so}}\n");
-        assert_string_equal(cfg->log_level, "info");
+        assert_int_equal(cfg->log_level, LOG_INFO);
         assert_int_equal(cfg->shutdown_timeout_ms, 10000);
         assert_int_equal(cfg->db_retry_max_ms, 5000);
         assert_int_equal(cfg->kafka_cnt, 2);
@@ -883,9 +882,39 @@ static void hostile_long_value_is_clipped(void **state)
         free(y);
 }
 
+/* The effective configuration, from the same rows: defaults filled, secrets never shown. */
+static void dump_shows_defaults_and_hides_secrets(void **state)
+{
+        (void)state;
+        struct config *cfg = load_ok("namespace: shop\npostgres: {conninfo: \"host=db password=S3cret\"}\n"
+                                     "kafka: {bootstrap.servers: b:9092, group.id: g, sasl.password: Hunter2}\n"
+                                     "topics:\n  - name: pay\n    key: {subject: \"{json:id}\", action: PAY}\n"
+                                     "    handler: {path: h.so}\n    mode: external\n");
+        char *text = NULL;
+        size_t len = 0;
+        FILE *fp = open_memstream(&text, &len);
+        assert_non_null(fp);
+        config_dump(cfg, fp);
+        fclose(fp);
+        assert_contains(text, "namespace: shop\n");
+        assert_contains(text, "log_level: info\n");
+        assert_contains(text, "postgres.conninfo: (set, not shown)\n");
+        assert_contains(text, "kafka.sasl.password: (set, not shown)\n");
+        assert_contains(text, "kafka.bootstrap.servers: b:9092\n");
+        assert_contains(text, "topics[0].batch.max_messages: 500\n");
+        assert_contains(text, "topics[0].mode: external\n");
+        assert_contains(text, "topics[0].external.lease_ms: 30s\n");
+        assert_contains(text, "topics[0].dead_letter.topic: pay.dlq\n");
+        assert_null(strstr(text, "S3cret"));
+        assert_null(strstr(text, "Hunter2"));
+        free(text);
+        config_free(cfg);
+}
+
 int main(void)
 {
         static const struct CMUnitTest tests[] = {
+                cmocka_unit_test(dump_shows_defaults_and_hides_secrets),
                 cmocka_unit_test(hostile_deep_flow_sequence),
                 cmocka_unit_test(hostile_unterminated_brackets),
                 cmocka_unit_test(hostile_nested_flow_maps),

@@ -244,11 +244,9 @@ static int derive(const struct keyspec *ks, const char *payload, size_t payload_
                   const char *key, size_t key_len, const struct dedupd_header *hdrs, size_t hcnt,
                   char *out, char *err, size_t errsz)
 {
-        struct keyspec_input in = {
-                payload, payload && !payload_len ? strlen(payload) : payload_len,
-                key, key && !key_len ? strlen(key) : key_len,
-                hdrs, hcnt,
-        };
+        struct record in = {.value = payload, .value_len = payload && !payload_len ? strlen(payload) : payload_len,
+                            .key = key, .key_len = key && !key_len ? strlen(key) : key_len,
+                            .headers = hdrs, .header_cnt = hcnt};
         return keyspec_derive(ks, &in, out, KEYSPEC_MAX_KEY_LEN + 1, err, errsz);
 }
 

@@ -1,6 +1,8 @@
 /* consumer: the Kafka source — a consumer in the group, its rebalances, messages handed over, positions committed after COMMIT. */
 #include "source/kafka/consumer.h"
 
+#include "base/mem.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,8 +51,7 @@ static void wrap_headers(rd_kafka_message_t *rkm, struct pl_msg *m)
         if (rd_kafka_message_headers(rkm, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR)
                 return;
         size_t cnt = rd_kafka_header_cnt(hdrs);
-        if (!(m->headers = calloc(cnt ? cnt : 1, sizeof(*m->headers))))
-                abort();
+        m->headers = xcalloc(cnt ? cnt : 1, sizeof(*m->headers));
         for (size_t i = 0; i < cnt; i++) {
                 const char *name;
                 const void *val;
@@ -63,10 +64,8 @@ static void wrap_headers(rd_kafka_message_t *rkm, struct pl_msg *m)
 
 static struct pl_msg *msg_wrap(rd_kafka_message_t *rkm, size_t topic_idx)
 {
-        struct pl_msg *m = calloc(1, sizeof(*m));
+        struct pl_msg *m = xcalloc(1, sizeof(*m));
         rd_kafka_timestamp_type_t tstype;
-        if (!m)
-                abort();
         m->source = rkm;
         m->topic_idx = topic_idx;
         m->topic = rd_kafka_topic_name(rkm->rkt);
@@ -303,11 +302,9 @@ static int subscribe(struct kafka_source *k, char *err, size_t errsz)
 
 struct source *kafka_source_new(const struct config *cfg, struct source_events ev, char *err, size_t errsz)
 {
-        struct kafka_source *k = calloc(1, sizeof(*k));
+        struct kafka_source *k = xcalloc(1, sizeof(*k));
         rd_kafka_conf_t *conf;
 
-        if (!k)
-                abort();
         k->base.ops = &kafka_ops;
         k->cfg = cfg;
         k->ev = ev;

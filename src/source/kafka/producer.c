@@ -1,6 +1,8 @@
 /* producer: the acknowledged producer — dead letters, replies and the outbox are handed back only once the broker has them. */
 #include "source/kafka/producer.h"
 
+#include "base/mem.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,13 +69,11 @@ static int64_t smallest_batch(const struct config *cfg, const int64_t *dlq_max_b
 struct producer *producer_new(const struct config *cfg, const int64_t *dlq_max_bytes, char *err,
                               size_t errsz)
 {
-        struct producer *q = calloc(1, sizeof(*q));
+        struct producer *q = xcalloc(1, sizeof(*q));
         rd_kafka_conf_t *conf = kafka_conf(cfg, KAFKA_ROLE_CLIENT, NULL, err, errsz);
         const char *user_max = kafka_property(cfg, "message.max.bytes");
         char size[24];
 
-        if (!q)
-                abort();
         if (!conf) {
                 free(q);
                 return NULL;
@@ -127,28 +127,24 @@ void producer_free(struct producer *q)
         free(q);
 }
 
-static int publish(void *opaque, const struct pl_record *recs, size_t n, char *err, size_t errsz)
+static int publish(void *opaque, const struct record *recs, size_t n, char *err, size_t errsz)
 {
         return producer_send(opaque, recs, n, err, errsz);
 }
 
 struct sink producer_sink(struct producer *q) { return (struct sink){publish, producer_dead_letter, q}; }
 
-int producer_send(struct producer *q, const struct pl_record *recs, size_t n, char *err, size_t errsz)
+int producer_send(struct producer *q, const struct record *recs, size_t n, char *err, size_t errsz)
 {
         size_t produced = 0;
         int64_t deadline;
 
         free(q->results);
-        q->results = calloc(n ? n : 1, sizeof(*q->results));
-        if (!q->results) {
-                snprintf(err, errsz, "out of memory");
-                return -1;
-        }
+        q->results = xcalloc(n ? n : 1, sizeof(*q->results));
         q->gen++;
         q->pending = 0;
         for (size_t i = 0; i < n; i++) {
-                const struct pl_record *r = &recs[i];
+                const struct record *r = &recs[i];
                 rd_kafka_headers_t *h = rd_kafka_headers_new(r->header_cnt ? r->header_cnt : 1);
                 for (size_t k = 0; k < r->header_cnt; k++)
                         rd_kafka_header_add(h, r->headers[k].name, -1, r->headers[k].value,
@@ -203,7 +199,7 @@ int producer_send(struct producer *q, const struct pl_record *recs, size_t n, ch
 
 /* One dead letter being built: the record and the storage it points into. */
 struct dead_letter {
-        struct pl_record rec;
+        struct record rec;
         struct dedupd_header *h;
         char nums[4][24];  /* partition, offset, timestamp, original size */
         char note[320];    /* dedupd.truncated */
@@ -211,7 +207,7 @@ struct dead_letter {
 
 /* What the broker will count of a record, a little generously: key, value,
  * headers with their framing, and the record batch around it. */
-static size_t wire_size(const struct pl_record *r)
+static size_t wire_size(const struct record *r)
 {
         size_t n = 128 + (r->key ? r->key_len : 0) + (r->value ? r->value_len : 0);
         for (size_t k = 0; k < r->header_cnt; k++)
@@ -251,17 +247,14 @@ static void own_headers(struct dead_letter *d, const struct pl_msg *m, const cha
 }
 
 /* The message unchanged (key, value, headers) plus dedupd's headers. */
-static int dead_letter_whole(struct dead_letter *d, const char *dlq_topic, const struct pl_msg *m,
-                             const char *ns)
+static void dead_letter_whole(struct dead_letter *d, const char *dlq_topic, const struct pl_msg *m,
+                              const char *ns)
 {
-        d->h = calloc(m->header_cnt + DLQ_OWN_HEADERS, sizeof(*d->h));
-        if (!d->h)
-                return -1;
-        d->rec = (struct pl_record){dlq_topic, m->key, m->key_len, m->value, m->value_len, d->h, 0};
+        d->h = xcalloc(m->header_cnt + DLQ_OWN_HEADERS, sizeof(*d->h));
+        d->rec = (struct record){dlq_topic, m->key, m->key_len, m->value, m->value_len, d->h, 0};
         for (size_t k = 0; k < m->header_cnt; k++)
                 d->h[d->rec.header_cnt++] = m->headers[k];
         own_headers(d, m, ns);
-        return 0;
 }
 
 /* Too large for the dead-letter topic: keep what fits of the value, or, when
@@ -304,21 +297,14 @@ int producer_dead_letter(void *opaque, const char *dlq_topic, const char *ns,
                          struct pl_msg *const *msgs, size_t n, char *err, size_t errsz)
 {
         struct producer *q = opaque;
-        struct dead_letter *d = calloc(n ? n : 1, sizeof(*d));
-        struct pl_record *recs = calloc(n ? n : 1, sizeof(*recs));
+        struct dead_letter *d = xcalloc(n ? n : 1, sizeof(*d));
+        struct record *recs = xcalloc(n ? n : 1, sizeof(*recs));
         int64_t limit = dlq_limit(q, dlq_topic);
         size_t again = 0;
         int rc = -1;
 
-        if (!d || !recs) {
-                snprintf(err, errsz, "out of memory");
-                goto out;
-        }
         for (size_t i = 0; i < n; i++) {
-                if (dead_letter_whole(&d[i], dlq_topic, msgs[i], ns)) {
-                        snprintf(err, errsz, "out of memory");
-                        goto out;
-                }
+                dead_letter_whole(&d[i], dlq_topic, msgs[i], ns);
                 if (wire_size(&d[i].rec) > (size_t)limit)
                         dead_letter_cut(&d[i], msgs[i], ns, limit, 0);
                 recs[i] = d[i].rec;

@@ -23,7 +23,7 @@ struct sink producer_sink(struct producer *q);
 
 /** Produce every record with an idempotent producer (acks=all) and return
  *  0 only once the broker acknowledged all of them. */
-int producer_send(struct producer *q, const struct pl_record *recs, size_t n, char *err, size_t errsz)
+int producer_send(struct producer *q, const struct record *recs, size_t n, char *err, size_t errsz)
         __attribute__((warn_unused_result));
 
 /** Each message unchanged (key, value, headers) plus dedupd.* headers

@@ -1,6 +1,8 @@
 /* topics: what the broker says of the topics dedupd reads and writes — existence, retention, record size limits. */
 #include "source/kafka/topics.h"
 
+#include "base/mem.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -57,19 +59,16 @@ static struct facts *facts_of(struct check *ck, const char *name)
 }
 
 /* Every consumed and dead-letter topic, once each. */
-static int facts_init(struct check *ck)
+static void facts_init(struct check *ck)
 {
         const struct config *cfg = ck->cfg;
-        ck->facts = calloc(2 * cfg->topic_cnt + 1, sizeof(*ck->facts));
-        if (!ck->facts)
-                return -1;
+        ck->facts = xcalloc(2 * cfg->topic_cnt + 1, sizeof(*ck->facts));
         for (size_t i = 0; i < cfg->topic_cnt; i++) {
                 const char *names[2] = {cfg->topics[i].name, cfg->topics[i].dlq_topic};
                 for (int k = 0; k < 2; k++)
                         if (names[k] && !facts_of(ck, names[k]))
                                 ck->facts[ck->nfacts++] = (struct facts){.name = names[k], .max_bytes = -1};
         }
-        return 0;
 }
 
 static const char *bootstrap_of(const struct config *cfg)
@@ -343,11 +342,7 @@ int topics_check(const struct config *cfg, enum topics_mode mode, int timeout_ms
                 err[0] = '\0';
         for (size_t i = 0; dlq_max_bytes && i < cfg->topic_cnt; i++)
                 dlq_max_bytes[i] = -1;
-        if (facts_init(&ck)) {
-                snprintf(why, sizeof(why), "out of memory");
-                unreachable(&ck, why);
-                goto out;
-        }
+        facts_init(&ck);
         rk = kafka_client(cfg, RD_KAFKA_PRODUCER, KAFKA_ROLE_ADMIN, NULL, why, sizeof(why));
         if (!rk || describe(&ck, rk, TOPIC_UNKNOWN, timeout_ms, why, sizeof(why))) {
                 unreachable(&ck, why);

@@ -1,0 +1,148 @@
+/* config_check: the checks across keys once every row is read — kafka properties dedupd owns, the retention inequality, each topic's derived settings. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "base/config_impl.h"
+#include "base/keyspec.h"
+#include "base/mem.h"
+
+void config_check_classes(struct config_checks *w)
+{
+        struct config *cfg = w->cfg;
+        for (size_t i = 0; i < cfg->class_cnt; i++) {
+                const struct retention_class *c = &cfg->classes[i];
+                int64_t need = c->max_retry_ms + c->clock_skew_ms + c->replay_window_ms;
+                char a[64], b[64], d[64], e[64], f[64], g[64];
+                for (size_t j = 0; j < i; j++)
+                        if (!strcmp(cfg->classes[j].name, c->name))
+                                config_errors_add(w->errs, w->file, c->line, c->col,
+                                                  "retention class '%s' is defined twice", c->name);
+                if (c->keep_ms > 0 && c->keep_ms <= need)
+                        config_errors_add(
+                                w->errs, w->file, c->line, c->col,
+                                "retention class '%s': keep %s must exceed max_retry + clock_skew + "
+                                "replay_window = %s + %s + %s = %s; it is short by %s (a late retry "
+                                "after its key was purged would run again)",
+                                c->name, config_format_duration(c->keep_ms, a, sizeof(a)),
+                                config_format_duration(c->max_retry_ms, b, sizeof(b)),
+                                config_format_duration(c->clock_skew_ms, d, sizeof(d)),
+                                config_format_duration(c->replay_window_ms, e, sizeof(e)),
+                                config_format_duration(need, f, sizeof(f)),
+                                need > c->keep_ms ? config_format_duration(need - c->keep_ms, g, sizeof(g))
+                                                  : "nothing, but it must be longer");
+                if (c->response_ttl_ms > c->keep_ms)
+                        config_errors_add(w->errs, w->file, c->line, c->col,
+                                          "retention class '%s': response_ttl %s is longer than keep %s",
+                                          c->name, config_format_duration(c->response_ttl_ms, a, sizeof(a)),
+                                          config_format_duration(c->keep_ms, b, sizeof(b)));
+        }
+}
+
+/* Properties dedupd owns: setting them would break the guarantee. */
+void config_check_kafka(struct config_checks *w)
+{
+        struct config *cfg = w->cfg;
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        int have_bootstrap = 0, have_group = 0;
+
+        for (size_t i = 0; i < cfg->kafka_cnt; i++) {
+                const struct config_kv *kv = &cfg->kafka[i];
+                char errstr[512];
+                if (!strcmp(kv->name, "enable.auto.offset.store")) {
+                        config_errors_add(w->errs, w->file, kv->line, kv->col,
+                                          "kafka.enable.auto.offset.store: dedupd stores offsets "
+                                          "itself, only after the database COMMIT; remove this key");
+                        continue;
+                }
+                if (!strcmp(kv->name, "partition.assignment.strategy") &&
+                    strstr(kv->value, "cooperative")) {
+                        config_errors_add(w->errs, w->file, kv->line, kv->col,
+                                          "kafka.partition.assignment.strategy: cooperative-sticky has "
+                                          "known bugs in librdkafka 2.0.x; use range or roundrobin");
+                        continue;
+                }
+                if (!strcmp(kv->name, "bootstrap.servers") || !strcmp(kv->name, "metadata.broker.list"))
+                        have_bootstrap = *kv->value != '\0';
+                if (!strcmp(kv->name, "group.id"))
+                        have_group = *kv->value != '\0';
+                if (rd_kafka_conf_set(conf, kv->name, kv->value, errstr, sizeof(errstr)) !=
+                    RD_KAFKA_CONF_OK)
+                        config_errors_add(w->errs, w->file, kv->line, kv->col, "kafka.%s: %s", kv->name,
+                                          errstr);
+        }
+        rd_kafka_conf_destroy(conf);
+        if (!have_bootstrap)
+                config_errors_add(w->errs, w->file, w->kafka_line, w->kafka_col,
+                                  "missing required key 'kafka.bootstrap.servers'");
+        if (!have_group)
+                config_errors_add(w->errs, w->file, w->kafka_line, w->kafka_col,
+                                  "missing required key 'kafka.group.id'");
+}
+
+void config_finish_topics(struct config_checks *w)
+{
+        struct config *cfg = w->cfg;
+        for (size_t i = 0; i < cfg->topic_cnt; i++) {
+                struct topic_conf *t = &cfg->topics[i];
+                char err[512];
+                if (!t->name)
+                        continue;
+                for (size_t j = 0; j < i; j++)
+                        if (cfg->topics[j].name && !strcmp(cfg->topics[j].name, t->name))
+                                config_errors_add(w->errs, w->file, t->line, t->col,
+                                                  "topic '%s' is configured twice", t->name);
+                if (!t->dlq_topic || !*t->dlq_topic) {
+                        free(t->dlq_topic);
+                        t->dlq_topic = xasprintf("%s.dlq", t->name);
+                }
+                if (t->dlq_topic && !strcmp(t->dlq_topic, t->name))
+                        config_errors_add(w->errs, w->file, t->line, t->col,
+                                          "topic '%s': the dead-letter topic cannot be the topic itself",
+                                          t->name);
+                if (t->retry_backoff_max_ms < t->retry_backoff_ms)
+                        t->retry_backoff_max_ms = t->retry_backoff_ms;
+                if (t->fingerprint_fields) {
+                        size_t k;
+                        json_t *v;
+                        if (!json_is_array(t->fingerprint_fields) ||
+                            json_array_size(t->fingerprint_fields) == 0)
+                                config_errors_add(w->errs, w->file, t->line, t->col,
+                                                  "topic '%s': fingerprint.fields must be a non-empty list "
+                                                  "of JSON paths",
+                                                  t->name);
+                        else
+                                json_array_foreach(t->fingerprint_fields, k, v) {
+                                        char tmpl[300];
+                                        snprintf(tmpl, sizeof(tmpl), "{json:%s}",
+                                                 json_is_string(v) ? json_string_value(v) : "");
+                                        if (!json_is_string(v) ||
+                                            keyspec_template_check(tmpl, err, sizeof(err)))
+                                                config_errors_add(w->errs, w->file, t->line, t->col,
+                                                                  "topic '%s': fingerprint.fields[%zu]: %s",
+                                                                  t->name, k,
+                                                                  json_is_string(v) ? err : "not a path");
+                                }
+                }
+                if (t->retention_name) {
+                        for (size_t k = 0; k < cfg->class_cnt; k++)
+                                if (!strcmp(cfg->classes[k].name, t->retention_name))
+                                        t->retention = &cfg->classes[k];
+                        if (!t->retention)
+                                config_errors_add(w->errs, w->file, t->line, t->col,
+                                                  "topic '%s': retention class '%s' is not defined in "
+                                                  "retention_classes",
+                                                  t->name, t->retention_name);
+                }
+                if (t->key_subject) {
+                        t->keyspec = keyspec_compile(t->key_subject, t->key_action, t->key_request, err,
+                                                     sizeof(err));
+                        if (!t->keyspec)
+                                config_errors_add(w->errs, w->file, t->line, t->col, "topic '%s': %s",
+                                                  t->name, err);
+                }
+        }
+}
+

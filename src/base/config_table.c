@@ -1,0 +1,182 @@
+/* config_table: the declarative table of every setting — a row is the whole truth about one key (type, default, bounds, names, meaning). */
+#include "base/config_impl.h"
+
+#include <stddef.h>
+
+#include "base/keyspec.h"
+#include "base/log.h"
+
+#define TOFF(m) offsetof(struct topic_conf, m)
+#define COFF(m) offsetof(struct config, m)
+#define ROFF(m) offsetof(struct retention_class, m)
+
+static const struct enum_name modes[] = {
+        {"transactional", MODE_TRANSACTIONAL}, {"external", MODE_EXTERNAL}, {NULL, 0}};
+static const struct enum_name on_expired_names[] = {
+        {"dead-letter", EXPIRED_DEAD_LETTER}, {"skip", EXPIRED_SKIP}, {"reexecute", EXPIRED_REEXECUTE}, {NULL, 0}};
+static const struct enum_name on_mismatch_names[] = {
+        {"absorb", MISMATCH_ABSORB}, {"dead-letter", MISMATCH_DEAD_LETTER}, {NULL, 0}};
+static const struct enum_name log_levels[] = {
+        {"error", LOG_ERROR}, {"warn", LOG_WARN}, {"info", LOG_INFO}, {"debug", LOG_DEBUG}, {NULL, 0}};
+
+static const struct field key_fields[] = {
+        {.name = "subject", .type = F_STR, .off = TOFF(key_subject), .required = 1, .check = keyspec_template_check,
+         .desc = "The business entity: \"{json:order_id}\", \"{header:NAME}\", \"{key}\", literals, or a mix"},
+        {.name = "action", .type = F_STR, .off = TOFF(key_action), .check = keyspec_template_check,
+         .desc = "What is done to the subject, usually a literal such as PAY"},
+        {.name = "request", .type = F_STR, .off = TOFF(key_request), .check = keyspec_template_check,
+         .desc = "Optional caller-generated request id reused on retry, e.g. \"{header:request-id}\""},
+        {.name = NULL},
+};
+
+static const struct field handler_fields[] = {
+        {.name = "path", .type = F_STR, .off = TOFF(handler_path), .required = 1,
+         .desc = "Path of the handler shared object (relative paths are relative to the working directory)"},
+        {.name = "config", .type = F_TREE, .off = TOFF(handler_config),
+         .desc = "Free-form subtree passed to the handler's init()"},
+        {.name = NULL},
+};
+
+static const struct field batch_fields[] = {
+        {.name = "max_messages", .type = F_INT, .off = TOFF(batch_max_messages), .def = "500", .min = 1, .max = 100000,
+         .desc = "Most messages in one batch (one PostgreSQL transaction)"},
+        {.name = "max_wait_ms", .type = F_INT, .off = TOFF(batch_max_wait_ms), .def = "100", .min = 0, .max = 60000,
+         .desc = "Longest time a batch waits to fill before it is processed"},
+        {.name = "timeout_ms", .type = F_INT, .off = TOFF(batch_timeout_ms), .def = "30000", .min = 100, .max = 3600000,
+         .desc = "Watchdog: a batch still running after this long is aborted (its SQL cancelled, then the "
+                 "process ended so the database rolls it back); keep it well below max.poll.interval.ms"},
+        {.name = NULL},
+};
+
+static const struct field retry_fields[] = {
+        {.name = "max_attempts", .type = F_INT, .off = TOFF(retry_max_attempts), .def = "5", .min = 1, .max = 1000,
+         .desc = "Attempts for a message whose handler returns RETRY before it is dead-lettered"},
+        {.name = "backoff_ms", .type = F_INT, .off = TOFF(retry_backoff_ms), .def = "200", .min = 0, .max = 600000,
+         .desc = "First backoff after a failed batch; doubles on every retry"},
+        {.name = "backoff_max_ms", .type = F_INT, .off = TOFF(retry_backoff_max_ms), .def = "10000", .min = 0,
+         .max = 3600000, .desc = "Longest backoff"},
+        {.name = "max_crashes", .type = F_INT, .off = TOFF(retry_max_crashes), .def = "3", .min = 1, .max = 1000,
+         .desc = "Process crashes (or watchdog aborts) that include one message before it is dead-lettered as "
+                 "a crash loop"},
+        {.name = NULL},
+};
+
+static const struct field dlq_fields[] = {
+        {.name = "topic", .type = F_STR, .off = TOFF(dlq_topic),
+         .desc = "Dead-letter topic (default: <topic>.dlq); must exist unless create is true"},
+        {.name = "create", .type = F_BOOL, .off = TOFF(dlq_create), .def = "false",
+         .desc = "Create the dead-letter topic at start when it is missing (broker's default partitions and "
+                 "replication, max.message.bytes sized to hold whatever the topic holds)"},
+        {.name = NULL},
+};
+
+static const struct field external_fields[] = {
+        {.name = "lease_ms", .type = F_DURATION, .off = TOFF(lease_ms), .def = "30s", .min = 1,
+         .desc = "How long a claimed PENDING key belongs to its owner; a duplicate meeting a live lease backs off"},
+        {.name = "expire_after", .type = F_DURATION, .off = TOFF(expire_grace_ms), .def = "10m",
+         .desc = "The reaper marks a PENDING key EXPIRED (in doubt) this long after its lease ran out"},
+        {.name = "on_expired", .type = F_ENUM, .off = TOFF(on_expired), .def = "dead-letter", .names = on_expired_names,
+         .desc = "A message whose key is EXPIRED: dead-letter (for reconciliation), skip, or reexecute"},
+        {.name = NULL},
+};
+
+static const struct field fingerprint_fields[] = {
+        {.name = "fields", .type = F_TREE, .off = TOFF(fingerprint_fields),
+         .desc = "List of JSON paths fingerprinted instead of the whole payload, e.g. [user_id, amount]"},
+        {.name = "on_mismatch", .type = F_ENUM, .off = TOFF(on_mismatch), .def = "absorb", .names = on_mismatch_names,
+         .desc = "Same key, different fingerprint: absorb (count and log) or dead-letter with both fingerprints"},
+        {.name = NULL},
+};
+
+static const struct field reply_fields[] = {
+        {.name = "header", .type = F_STR, .off = TOFF(reply_header), .def = "reply-to",
+         .desc = "Header naming the reply topic; \"\" disables replies"},
+        {.name = "correlation_header", .type = F_STR, .off = TOFF(correlation_header), .def = "correlation-id",
+         .desc = "Header copied to the reply (and used as its Kafka key)"},
+        {.name = NULL},
+};
+
+const struct field config_topic_fields[] = {
+        {.name = "name", .type = F_STR, .off = TOFF(name), .required = 1, .desc = "Kafka topic to consume"},
+        {.name = "key", .type = F_SECTION, .required = 1, .sub = key_fields,
+         .desc = "How the idempotency key subject/action[/request] is built"},
+        {.name = "handler", .type = F_SECTION, .required = 1, .sub = handler_fields, .desc = "The handler shared object"},
+        {.name = "batch", .type = F_SECTION, .sub = batch_fields, .desc = "Batch limits"},
+        {.name = "retry", .type = F_SECTION, .sub = retry_fields, .desc = "Retry budget for handler RETRY results"},
+        {.name = "dead_letter", .type = F_SECTION, .sub = dlq_fields, .desc = "Where unprocessable messages go"},
+        {.name = "max_payload_bytes", .type = F_INT, .off = TOFF(max_payload_bytes), .def = "1000000", .min = 0,
+         .max = 1000000000,
+         .desc = "Larger payloads are dead-lettered unprocessed; the dead-letter topic must hold this plus 16 KiB "
+                 "(Kafka's default max.message.bytes, 1048588, holds the default)"},
+        {.name = "mode", .type = F_ENUM, .off = TOFF(mode), .def = "transactional", .names = modes,
+         .desc = "transactional (the handler's effect commits with the key) or external (effects outside "
+                 "PostgreSQL: claim PENDING with a lease, run, finish; design section 6)"},
+        {.name = "external", .type = F_SECTION, .sub = external_fields, .desc = "Settings of mode: external"},
+        {.name = "fingerprint", .type = F_SECTION, .sub = fingerprint_fields,
+         .desc = "What is fingerprinted, and what a same-key-different-fingerprint duplicate gets"},
+        {.name = "reply", .type = F_SECTION, .sub = reply_fields,
+         .desc = "Where a duplicate's stored first response is published again"},
+        {.name = "retention", .type = F_STR, .off = TOFF(retention_name),
+         .desc = "Name of a retention class; without one, keys never expire"},
+        {.name = NULL},
+};
+
+const struct field config_class_fields[] = {
+        {.name = "keep", .type = F_DURATION, .off = ROFF(keep_ms), .required = 1, .min = 1,
+         .desc = "How long a key is kept after it was first seen; must exceed max_retry + clock_skew + replay_window"},
+        {.name = "max_retry", .type = F_DURATION, .off = ROFF(max_retry_ms), .def = "0",
+         .desc = "Longest time over which a producer, gateway or the broker may retry a message"},
+        {.name = "clock_skew", .type = F_DURATION, .off = ROFF(clock_skew_ms), .def = "0",
+         .desc = "Allowance for clocks that disagree"},
+        {.name = "replay_window", .type = F_DURATION, .off = ROFF(replay_window_ms), .def = "0",
+         .desc = "How far back an operator may replay by hand"},
+        {.name = "response_ttl", .type = F_DURATION, .off = ROFF(response_ttl_ms), .def = "0",
+         .desc = "Drop stored responses after this (the key and fingerprint stay); 0 keeps them with the key"},
+        {.name = "allow_shorter_than_topic", .type = F_BOOL, .off = ROFF(allow_shorter_than_topic), .def = "false",
+         .desc = "Accept keep shorter than the topic's own retention.ms (a message still in the topic can be replayed)"},
+        {.name = NULL},
+};
+
+static const struct field purge_fields[] = {
+        {.name = "interval_ms", .type = F_INT, .off = COFF(purge_interval_ms), .def = "60000", .min = 0, .max = 86400000,
+         .desc = "How often the daemon purges expired keys (0: never; use dedupctl purge)"},
+        {.name = "batch", .type = F_INT, .off = COFF(purge_batch), .def = "1000", .min = 1, .max = 100000,
+         .desc = "Keys deleted per statement: small batches keep locks short"},
+        {.name = NULL},
+};
+
+static const struct field outbox_fields[] = {
+        {.name = "interval_ms", .type = F_INT, .off = COFF(outbox_interval_ms), .def = "1000", .min = 10, .max = 600000,
+         .desc = "How often the relay looks for unsent outbox rows (it also runs after every batch that emitted)"},
+        {.name = "batch", .type = F_INT, .off = COFF(outbox_batch), .def = "500", .min = 1, .max = 100000,
+         .desc = "Outbox rows published per round"},
+        {.name = NULL},
+};
+
+static const struct field postgres_fields[] = {
+        {.name = "conninfo", .type = F_STR, .off = COFF(pg_conninfo), .required = 1, .secret = 1,
+         .desc = "libpq connection string or URI; put the password in ${ENV} or ~/.pgpass (never logged)"},
+        {.name = "retry_max_ms", .type = F_INT, .off = COFF(db_retry_max_ms), .def = "5000", .min = 10, .max = 600000,
+         .desc = "Longest wait between reconnection attempts while the database is down"},
+        {.name = NULL},
+};
+
+const struct field config_top_fields[] = {
+        {.name = "namespace", .type = F_STR, .off = COFF(namespace), .required = 1,
+         .desc = "Dedup scope: the service's name. Not the consumer group, which changes with a blue/green deploy "
+                 "while the dedup record must not"},
+        {.name = "log_level", .type = F_ENUM, .off = COFF(log_level), .def = "info", .names = log_levels,
+         .desc = "error, warn, info or debug"},
+        {.name = "shutdown_timeout_ms", .type = F_INT, .off = COFF(shutdown_timeout_ms), .def = "10000", .min = 0,
+         .max = 600000, .desc = "Longest a clean shutdown may take before dedupd exits anyway"},
+        {.name = "postgres", .type = F_SECTION, .required = 1, .sub = postgres_fields, .desc = "The database"},
+        {.name = "kafka", .type = F_KV, .required = 1,
+         .desc = "librdkafka properties passed verbatim (bootstrap.servers and group.id required)"},
+        {.name = "topics", .type = F_TOPICS, .required = 1, .sub = config_topic_fields,
+         .desc = "The topics to consume, one entry each"},
+        {.name = "retention_classes", .type = F_CLASSES, .sub = config_class_fields,
+         .desc = "Named retention classes (design section 8); a topic names one with retention:"},
+        {.name = "purge", .type = F_SECTION, .sub = purge_fields, .desc = "Deleting expired keys"},
+        {.name = "outbox", .type = F_SECTION, .sub = outbox_fields, .desc = "The outbox relay"},
+        {.name = NULL},
+};

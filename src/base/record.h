@@ -1,0 +1,21 @@
+/* record: a message's bytes as every layer passes them — topic, key, value, headers. */
+#ifndef DEDUPD_BASE_RECORD_H
+#define DEDUPD_BASE_RECORD_H
+
+#include <stddef.h>
+
+#include "dedupd/handler.h"
+
+/** A record as received or to publish. A NULL value is a null value (a
+ *  tombstone); headers may be NULL; a NULL header value is a null header. */
+struct record {
+        const char *topic; /* NULL where the topic is implied (deriving a key) */
+        const void *key;
+        size_t key_len;
+        const void *value;
+        size_t value_len;
+        const struct dedupd_header *headers;
+        size_t header_cnt;
+};
+
+#endif
