@@ -190,71 +190,224 @@ static dedupd_result_t transfer_handle(void *state, struct dedupd_ctx *ctx,
         return apply(t->host, ctx, msg, user_id, amount);
 }
 
-static int cmp_i64(const void *a, const void *b)
+/* ---- the whole batch in three statements ------------------------------------ */
+
+/* A PostgreSQL array literal, grown as elements are added. */
+struct arr {
+        char *p;
+        size_t len, cap;
+        int n;
+};
+
+static int arr_add(struct arr *a, const char *v, int quote)
 {
-        json_int_t x = *(const json_int_t *)a, y = *(const json_int_t *)b;
+        size_t need = 2 * strlen(v) + 4;
+        if (a->len + need + 2 > a->cap) {
+                size_t cap = (a->cap ? a->cap * 2 : 256) + need;
+                char *np = realloc(a->p, cap);
+                if (!np)
+                        return -1;
+                a->p = np;
+                a->cap = cap;
+        }
+        a->p[a->len++] = a->n++ ? ',' : '{';
+        if (quote)
+                a->p[a->len++] = '"';
+        for (; *v; v++) {
+                if (quote && (*v == '"' || *v == '\\'))
+                        a->p[a->len++] = '\\';
+                a->p[a->len++] = *v;
+        }
+        if (quote)
+                a->p[a->len++] = '"';
+        a->p[a->len] = '\0';
+        return 0;
+}
+
+static int arr_int(struct arr *a, json_int_t v)
+{
+        char num[32];
+        snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, v);
+        return arr_add(a, num, 0);
+}
+
+static const char *arr_done(struct arr *a)
+{
+        if (!a->n)
+                return "{}";
+        strcpy(a->p + a->len, "}"); /* arr_add left room for it */
+        return a->p;
+}
+
+/* An account the batch touches: its balance as locked, then as debited. */
+struct account {
+        json_int_t user_id, balance;
+        int found, debited;
+};
+
+static int cmp_account(const void *a, const void *b)
+{
+        json_int_t x = ((const struct account *)a)->user_id, y = ((const struct account *)b)->user_id;
         return x < y ? -1 : x > y;
 }
 
-/* The whole batch: lock every account it touches in user_id order first,
- * so two instances debiting overlapping accounts never deadlock. */
+static struct account *find_account(struct account *acc, size_t n, json_int_t user_id)
+{
+        struct account key = {.user_id = user_id};
+        return bsearch(&key, acc, n, sizeof(*acc), cmp_account);
+}
+
+struct batch {
+        const struct dedupd_host *host;
+        struct dedupd_ctx *const *ctxs;
+        const struct dedupd_msg *const *msgs;
+        size_t cnt;
+        dedupd_result_t *results;
+        json_int_t *uids, *amts;
+        struct account *acc; /* distinct accounts, by user_id */
+        size_t nacc;
+};
+
+/* Parse every message; the distinct accounts, sorted. */
+static void batch_parse(struct batch *b)
+{
+        for (size_t i = 0; i < b->cnt; i++) {
+                b->results[i] = DEDUPD_OK;
+                if (parse(b->msgs[i], &b->uids[i], &b->amts[i])) {
+                        b->results[i] = reject(b->host, b->ctxs[i], INVALID);
+                        continue;
+                }
+                b->acc[b->nacc++] = (struct account){.user_id = b->uids[i]};
+        }
+        qsort(b->acc, b->nacc, sizeof(*b->acc), cmp_account);
+        size_t k = 0;
+        for (size_t i = 0; i < b->nacc; i++)
+                if (!k || b->acc[i].user_id != b->acc[k - 1].user_id)
+                        b->acc[k++] = b->acc[i];
+        b->nacc = k;
+}
+
+/* 1. Lock every account of the batch in user_id order (two instances
+ *    debiting overlapping accounts never deadlock) and read its balance. */
+static int batch_lock(struct batch *b, PGconn *conn)
+{
+        struct arr ids = {0};
+        int rc = -1;
+        for (size_t i = 0; i < b->nacc; i++)
+                if (arr_int(&ids, b->acc[i].user_id))
+                        goto out;
+        const char *p[1] = {arr_done(&ids)};
+        PGresult *r = PQexecParams(conn,
+                                   "SELECT user_id, balance FROM account WHERE user_id = ANY($1::bigint[])"
+                                   " ORDER BY user_id FOR UPDATE",
+                                   1, NULL, p, NULL, NULL, 0);
+        if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+                for (int row = 0; row < PQntuples(r); row++) {
+                        struct account *a = find_account(b->acc, b->nacc, strtoll(PQgetvalue(r, row, 0), NULL, 10));
+                        if (a) {
+                                a->balance = strtoll(PQgetvalue(r, row, 1), NULL, 10);
+                                a->found = 1;
+                        }
+                }
+                rc = 0;
+        } else {
+                b->host->log(b->ctxs[0], DEDUPD_LOG_WARN, "locking accounts: %s", PQerrorMessage(conn));
+        }
+        PQclear(r);
+out:
+        free(ids.p);
+        return rc;
+}
+
+/* 2. In offset order, as if applied one after another: a debit that the
+ *    balance left by the earlier ones covers is applied, the others rejected. */
+static void batch_decide(struct batch *b)
+{
+        for (size_t i = 0; i < b->cnt; i++) {
+                char resp[64];
+                if (b->results[i] == DEDUPD_REJECT)
+                        continue;
+                struct account *a = find_account(b->acc, b->nacc, b->uids[i]);
+                if (!a->found || a->balance < b->amts[i]) {
+                        b->results[i] = reject(b->host, b->ctxs[i], "insufficient balance");
+                        continue;
+                }
+                a->balance -= b->amts[i];
+                a->debited = 1;
+                int n = snprintf(resp, sizeof(resp), "OK: debited %" JSON_INTEGER_FORMAT, b->amts[i]);
+                b->host->set_response(b->ctxs[i], resp, (size_t)n);
+        }
+}
+
+static int exec_ok(struct batch *b, PGconn *conn, const char *what, const char *sql, int n, const char *const *p)
+{
+        PGresult *r = PQexecParams(conn, sql, n, NULL, p, NULL, NULL, 0);
+        int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+        if (!ok)
+                b->host->log(b->ctxs[0], DEDUPD_LOG_WARN, "%s: %s", what, PQerrorMessage(conn));
+        PQclear(r);
+        return ok ? 0 : -1;
+}
+
+/* 3. The new balances of the debited accounts, and 4. one ledger row per
+ *    applied payment: one statement each. */
+static int batch_write(struct batch *b, PGconn *conn)
+{
+        struct arr u = {0}, bal = {0}, keys = {0}, lu = {0}, la = {0};
+        int rc = -1;
+        for (size_t i = 0; i < b->nacc; i++)
+                if (b->acc[i].debited && (arr_int(&u, b->acc[i].user_id) || arr_int(&bal, b->acc[i].balance)))
+                        goto out;
+        for (size_t i = 0; i < b->cnt; i++)
+                if (b->results[i] == DEDUPD_OK &&
+                    (arr_add(&keys, b->msgs[i]->idem_key, 1) || arr_int(&lu, b->uids[i]) || arr_int(&la, b->amts[i])))
+                        goto out;
+        const char *p1[2] = {arr_done(&u), arr_done(&bal)};
+        const char *p2[3] = {arr_done(&keys), arr_done(&lu), arr_done(&la)};
+        if (!u.n || (!exec_ok(b, conn, "debit",
+                              "UPDATE account a SET balance = d.balance"
+                              " FROM unnest($1::bigint[], $2::bigint[]) AS d(user_id, balance)"
+                              " WHERE a.user_id = d.user_id",
+                              2, p1) &&
+                     !exec_ok(b, conn, "ledger insert",
+                              "INSERT INTO transfer_ledger (idem_key, user_id, amount)"
+                              " SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[])",
+                              3, p2)))
+                rc = 0;
+out:
+        free(u.p);
+        free(bal.p);
+        free(keys.p);
+        free(lu.p);
+        free(la.p);
+        return rc;
+}
+
+/* The whole batch in a constant number of statements, with exactly the
+ * outcome of applying the messages one after another in offset order. */
 static dedupd_result_t transfer_handle_batch(void *state, struct dedupd_ctx *const *ctxs,
                                              const struct dedupd_msg *const *msgs, size_t cnt,
                                              dedupd_result_t *results)
 {
         struct transfer *t = state;
-        const struct dedupd_host *host = t->host;
-        json_int_t *uids = calloc(cnt, sizeof(*uids)), *amts = calloc(cnt, sizeof(*amts));
-        json_int_t *sorted = calloc(cnt, sizeof(*sorted));
-        char *list = malloc(cnt * 24 + 3);
-        size_t nu = 0, len = 0;
-        dedupd_result_t ret = DEDUPD_OK;
+        struct batch b = {t->host, ctxs, msgs, cnt, results, calloc(cnt, sizeof(json_int_t)),
+                          calloc(cnt, sizeof(json_int_t)), calloc(cnt, sizeof(struct account)), 0};
+        dedupd_result_t ret = DEDUPD_RETRY;
 
-        if (!uids || !amts || !sorted || !list) {
-                ret = DEDUPD_RETRY;
+        if (!b.uids || !b.amts || !b.acc)
                 goto out;
-        }
-        for (size_t i = 0; i < cnt; i++) {
-                results[i] = DEDUPD_OK;
-                if (parse(msgs[i], &uids[i], &amts[i])) {
-                        results[i] = reject(host, ctxs[i], INVALID);
-                        continue;
-                }
-                sorted[nu++] = uids[i];
-        }
-        qsort(sorted, nu, sizeof(*sorted), cmp_i64);
-        list[len++] = '{';
-        for (size_t i = 0; i < nu; i++)
-                if (i == 0 || sorted[i] != sorted[i - 1])
-                        len += (size_t)sprintf(list + len, "%s%" JSON_INTEGER_FORMAT,
-                                               len > 1 ? "," : "", sorted[i]);
-        list[len++] = '}';
-        list[len] = '\0';
-        if (nu) {
-                const char *p[1] = {list};
-                PGconn *conn = host->conn(ctxs[0]);
-                PGresult *r = PQexecParams(conn,
-                                           "SELECT user_id FROM account WHERE user_id = ANY($1::bigint[])"
-                                           " ORDER BY user_id FOR UPDATE",
-                                           1, NULL, p, NULL, NULL, 0);
-                if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-                        host->log(ctxs[0], DEDUPD_LOG_WARN, "locking accounts: %s", PQerrorMessage(conn));
-                        ret = DEDUPD_RETRY;
-                }
-                PQclear(r);
-        }
-        for (size_t i = 0; i < cnt && ret == DEDUPD_OK; i++) {
-                if (results[i] == DEDUPD_REJECT)
-                        continue;
-                results[i] = apply(host, ctxs[i], msgs[i], uids[i], amts[i]);
-                if (results[i] == DEDUPD_RETRY)
-                        ret = DEDUPD_RETRY;
-        }
+        batch_parse(&b);
+        PGconn *conn = t->host->conn(ctxs[0]);
+        if (b.nacc && batch_lock(&b, conn))
+                goto out;
+        batch_decide(&b);
+        if (batch_write(&b, conn))
+                goto out;
+        ret = DEDUPD_OK;
 out:
-        free(uids);
-        free(amts);
-        free(sorted);
-        free(list);
+        free(b.uids);
+        free(b.amts);
+        free(b.acc);
         return ret;
 }
 

@@ -46,6 +46,7 @@ struct topic_conf {
         /* handler: */
         char *handler_path;
         json_t *handler_config; /* the `config:` subtree, scalars as strings */
+        int handler_per_message; /* handle() even when there is handle_batch */
 
         /* batch: */
         int batch_max_messages;

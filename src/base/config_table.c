@@ -34,6 +34,9 @@ static const struct field handler_fields[] = {
          .desc = "Path of the handler shared object (relative paths are relative to the working directory)"},
         {.name = "config", .type = F_TREE, .off = TOFF(handler_config),
          .desc = "Free-form subtree passed to the handler's init()"},
+        {.name = "per_message", .type = F_BOOL, .off = TOFF(handler_per_message), .def = "false",
+         .desc = "Call handle() one message at a time even when the handler has handle_batch (to compare the "
+                 "two, or to debug)"},
         {.name = NULL},
 };
 

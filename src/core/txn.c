@@ -280,7 +280,9 @@ static enum pl_rc run_handler(struct txn *x)
         }
         if (!x->b.nfresh)
                 return PL_OK;
-        return pt->handler->desc->handle_batch ? run_handle_batch(x) : run_handle(x);
+        const struct dedupd_handler *d = pt->handler->desc;
+        int batch = d->handle_batch && !(pt->t->handler_per_message && d->handle);
+        return batch ? run_handle_batch(x) : run_handle(x);
 }
 
 /* 8. Final statuses and first responses, in bulk. Claimed rows say DONE
