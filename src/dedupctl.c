@@ -32,7 +32,8 @@ static void usage(FILE *fp)
                 "                         secrets shown as (set, not shown).\n"
                 "                         Key-design lint and the topics' retention.ms against each\n"
                 "                         retention class: warnings as file:line:column: warning: ...\n"
-                "  migrate -c FILE        apply the schema migrations (dedupd also does it at start)\n"
+                "  migrate -c FILE        apply the schema migrations and run each handler's setup (its\n"
+                "                         tables), as dedupd does at start\n"
                 "  inspect -c FILE KEY    show a key's record (status, first response, origin, times)\n"
                 "  stats   -c FILE        keys by status and per-partition progress of the namespace\n"
                 "  purge   -c FILE [--batch N] [--dry-run]\n"
@@ -155,6 +156,26 @@ static void print_result(PGresult *r)
         PQprint(stdout, r, &po);
 }
 
+/* Each handler's own setup (its tables), as dedupd runs it at start. */
+static int init_handlers(struct config *cfg, struct store *s)
+{
+        int rc = 0;
+        for (size_t i = 0; i < cfg->topic_cnt && !rc; i++) {
+                const struct topic_conf *t = &cfg->topics[i];
+                struct handler h = {0};
+                char err[1024];
+                if (loader_open(&h, t->handler_path, err, sizeof(err)) ||
+                    loader_init(&h, t->handler_config, store_conn(s), err, sizeof(err))) {
+                        fprintf(stderr, "dedupctl: topic %s: %s\n", t->name, err);
+                        rc = 1;
+                } else {
+                        printf("topic %s: handler %s set up\n", t->name, h.desc->name ? h.desc->name : t->handler_path);
+                }
+                loader_close(&h);
+        }
+        return rc;
+}
+
 static int cmd_migrate(struct config *cfg)
 {
         struct store *s = connect_db(cfg);
@@ -181,6 +202,8 @@ static int cmd_migrate(struct config *cfg)
         } else {
                 printf("schema dedupd: %s\n", report);
         }
+        if (!rc)
+                rc = init_handlers(cfg, s);
         store_free(s);
         return rc;
 }

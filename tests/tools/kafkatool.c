@@ -49,16 +49,38 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
         }
 }
 
+static int64_t now_us(clockid_t clock)
+{
+        struct timespec ts;
+        clock_gettime(clock, &ts);
+        return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* At most `rate` messages a second: wait until message n is due. */
+static void pace(rd_kafka_t *rk, double rate, int64_t t0, long n)
+{
+        int64_t due = t0 + (int64_t)((double)n * 1e6 / rate), ahead;
+        while ((ahead = due - now_us(CLOCK_MONOTONIC)) > 0)
+                rd_kafka_poll(rk, ahead > 1000 ? (int)(ahead / 1000) : 0);
+}
+
 /* produce -t TOPIC [-H name=value]... : one message per stdin line, "KEY<TAB>VALUE"
- * or just "VALUE" (no key). "\N" as VALUE means a null value (tombstone). */
+ * or just "VALUE" (no key). "\N" as VALUE means a null value (tombstone).
+ * -r RATE paces the messages; -s FILE writes each one's send time (epoch µs). */
 static int cmd_produce(int argc, char **argv)
 {
         const char *topic = NULL;
         char *hdrs[32], *props[32];
         int nh = 0, np = 0, opt, partition = RD_KAFKA_PARTITION_UA;
+        double rate = 0;
+        FILE *sent = NULL;
         char err[512];
-        while ((opt = getopt(argc, argv, "t:H:p:X:")) != -1) {
-                if (opt == 't')
+        while ((opt = getopt(argc, argv, "t:H:p:X:r:s:")) != -1) {
+                if (opt == 'r')
+                        rate = atof(optarg);
+                else if (opt == 's' && !(sent = fopen(optarg, "w")))
+                        die("cannot write %s", optarg);
+                else if (opt == 't')
                         topic = optarg;
                 else if (opt == 'H' && nh < 32)
                         hdrs[nh++] = optarg;
@@ -88,7 +110,12 @@ static int cmd_produce(int argc, char **argv)
         size_t cap = 0;
         ssize_t len;
         long n = 0;
+        int64_t t0 = now_us(CLOCK_MONOTONIC);
         while ((len = getline(&line, &cap, stdin)) > 0) {
+                if (rate > 0)
+                        pace(rk, rate, t0, n);
+                if (sent)
+                        fprintf(sent, "%" PRId64 "\n", now_us(CLOCK_REALTIME));
                 if (line[len - 1] == '\n')
                         line[--len] = '\0';
                 char *key = NULL, *val = line, *tab = strchr(line, '\t');
@@ -122,6 +149,8 @@ static int cmd_produce(int argc, char **argv)
                 n++;
         }
         free(line);
+        if (sent)
+                fclose(sent);
         rd_kafka_flush(rk, 60000);
         rd_kafka_destroy(rk);
         if (failed || delivered != n) {
@@ -500,6 +529,7 @@ int main(int argc, char **argv)
                         "  delete  -t TOPIC\n"
                         "  config  -t TOPIC NAME                (one topic config value)\n"
                         "  produce -t TOPIC [-p PARTITION] [-H name=value]... [-X librdkafka.prop=value]...\n"
+                        "          [-r MSGS_PER_SEC] [-s SEND_TIMES_FILE]\n"
                         "          < lines (KEY<TAB>VALUE or VALUE)\n"
                         "  offsets -t TOPIC [-g GROUP]\n"
                         "  dump    -t TOPIC [-l]                (-l: key and value lengths, not contents)\n"
