@@ -36,6 +36,7 @@ struct batch_item {
         int known;                   /* the key's first item: the key was there before this batch */
         struct first_outcome stored; /* ITEM_KNOWN, on the key's first item */
         struct dedupd_ctx ctx;       /* ITEM_FRESH: the handler's context */
+        const char *row;             /* ITEM_FRESH: where the claim put the key's row (the store's handle) */
 };
 
 struct batch {

@@ -19,6 +19,7 @@
 struct txn {
         struct pl_topic *pt;
         struct batch b;
+        struct store_claim_row *claims; /* the batch's distinct keys, in claim order */
         char *err;
         size_t errsz;
 };
@@ -53,29 +54,28 @@ static enum pl_rc claim(struct txn *x)
         struct pl_topic *pt = x->pt;
         const struct topic_conf *t = pt->t;
         size_t k = x->b.nkeys;
-        const char *keys[k ? k : 1], *topics[k ? k : 1], *fps[k ? k : 1];
-        int32_t parts[k ? k : 1];
-        int64_t offs[k ? k : 1];
         int fresh[k ? k : 1];
         char what[200];
         enum store_rc rc;
 
+        x->claims = xcalloc(k ? k : 1, sizeof(*x->claims));
         for (size_t j = 0; j < k; j++) {
                 const struct pl_msg *m = x->b.items[x->b.keys[j]].msg;
-                keys[j] = m->idem_key;
-                topics[j] = m->topic;
-                parts[j] = m->partition;
-                offs[j] = m->offset;
-                fps[j] = m->fingerprint;
+                x->claims[j] = (struct store_claim_row){.key = m->idem_key, .topic = m->topic,
+                                                        .fingerprint = m->fingerprint, .partition = m->partition,
+                                                        .offset = m->offset};
         }
         snprintf(what, sizeof(what), "batch of %zu from %s", x->b.n, t->name);
         watchdog_arm(pt->watchdog, store_conn(pt->store), t->batch_timeout_ms, what);
         if ((rc = store_begin(pt->store, x->err, x->errsz)) ||
-            (rc = store_claim(pt->store, pt->cfg->namespace, k, keys, topics, parts, offs, fps,
-                              t->retention ? t->retention->keep_ms : 0,
-                              t->retention ? t->retention->response_ttl_ms : 0, fresh, x->err, x->errsz)))
+            (rc = store_claim(pt->store, pt->cfg->namespace, x->claims, k, t->retention ? t->retention->keep_ms : 0,
+                              t->retention ? t->retention->response_ttl_ms : 0, x->err, x->errsz)))
                 return failed(x, rc);
         fault_point("after_claim");
+        for (size_t j = 0; j < k; j++) {
+                fresh[j] = x->claims[j].fresh;
+                x->b.items[x->b.keys[j]].row = x->claims[j].row;
+        }
         batch_claimed(&x->b, fresh);
         return PL_OK;
 }
@@ -291,18 +291,17 @@ static enum pl_rc run_handler(struct txn *x)
 static enum pl_rc record_outcomes(struct txn *x)
 {
         size_t n = x->b.nfresh, k = 0;
-        const char *keys[n ? n : 1], *statuses[n ? n : 1], *responses[n ? n : 1];
+        const char *rows[n ? n : 1], *statuses[n ? n : 1], *responses[n ? n : 1];
         enum store_rc rc;
         for (size_t j = 0; j < n; j++) {
                 const struct batch_item *it = &x->b.items[x->b.fresh[j]];
                 if (it->state == ITEM_APPLIED && !it->ctx.response)
                         continue;
-                keys[k] = it->msg->idem_key;
+                rows[k] = it->row;
                 statuses[k] = batch_status(it);
                 responses[k++] = batch_response(it);
         }
-        if ((rc = store_record(x->pt->store, x->pt->cfg->namespace, k, keys, statuses, responses, x->err,
-                               x->errsz)))
+        if ((rc = store_record(x->pt->store, k, rows, statuses, responses, x->err, x->errsz)))
                 return failed(x, rc);
         return PL_OK;
 }
@@ -423,6 +422,7 @@ out:
         if (rc != PL_OK)
                 pt->stats->retries++;
         batch_free(&x.b);
+        free(x.claims);
         return rc;
 }
 

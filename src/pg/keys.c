@@ -8,10 +8,26 @@
 
 #include "pg/array.h"
 
-enum store_rc store_claim(struct store *s, const char *ns, size_t n, const char *const *keys,
-                          const char *const *topics, const int32_t *parts, const int64_t *offsets,
-                          const char *const *fingerprints, int64_t keep_ms, int64_t response_ttl_ms,
-                          int *fresh, char *err, size_t errsz)
+/* Which claimed row a returned key is: the rows are sorted bytewise (as the
+ * C collation of the claim), so search. */
+static struct store_claim_row *claimed_row(struct store_claim_row *rows, size_t n, const char *key)
+{
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = strcmp(rows[mid].key, key);
+                if (c == 0)
+                        return &rows[mid];
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
+enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_row *rows, size_t n, int64_t keep_ms,
+                          int64_t response_ttl_ms, char *err, size_t errsz)
 {
         char keep[24], ttl[24];
         struct store_array k = {0}, t = {0}, p = {0}, o = {0}, f = {0};
@@ -19,12 +35,13 @@ enum store_rc store_claim(struct store *s, const char *ns, size_t n, const char 
         enum store_rc rc;
 
         for (size_t i = 0; i < n; i++) {
-                store_array_text(&k, keys[i]);
-                store_array_text(&t, topics[i]);
-                store_array_int(&p, parts[i]);
-                store_array_int(&o, offsets[i]);
-                store_array_text(&f, fingerprints[i]);
-                fresh[i] = 0;
+                store_array_text(&k, rows[i].key);
+                store_array_text(&t, rows[i].topic);
+                store_array_int(&p, rows[i].partition);
+                store_array_int(&o, rows[i].offset);
+                store_array_text(&f, rows[i].fingerprint);
+                rows[i].fresh = 0;
+                rows[i].row[0] = '\0';
         }
         snprintf(keep, sizeof(keep), "%" PRId64, keep_ms);
         snprintf(ttl, sizeof(ttl), "%" PRId64, response_ttl_ms);
@@ -46,24 +63,14 @@ enum store_rc store_claim(struct store *s, const char *ns, size_t n, const char 
                  " FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[]) AS u(k, t, p, o, f)"
                  " ORDER BY u.k COLLATE \"C\""
                  " ON CONFLICT (namespace, idem_key) DO NOTHING"
-                 " RETURNING idem_key",
+                 " RETURNING idem_key, ctid",
                  8, params, &r, err, errsz);
         if (rc == STORE_OK) {
-                /* keys are sorted bytewise (as the C collation above): search. */
-                for (int row = 0; row < PQntuples(r); row++) {
-                        const char *got = PQgetvalue(r, row, 0);
-                        size_t lo = 0, hi = n;
-                        while (lo < hi) {
-                                size_t mid = lo + (hi - lo) / 2;
-                                int c = strcmp(keys[mid], got);
-                                if (c == 0) {
-                                        fresh[mid] = 1;
-                                        break;
-                                }
-                                if (c < 0)
-                                        lo = mid + 1;
-                                else
-                                        hi = mid;
+                for (int i = 0; i < PQntuples(r); i++) {
+                        struct store_claim_row *row = claimed_row(rows, n, PQgetvalue(r, i, 0));
+                        if (row) {
+                                row->fresh = 1;
+                                snprintf(row->row, sizeof(row->row), "%s", PQgetvalue(r, i, 1));
                         }
                 }
                 PQclear(r);
@@ -76,28 +83,30 @@ enum store_rc store_claim(struct store *s, const char *ns, size_t n, const char 
         return rc;
 }
 
-enum store_rc store_record(struct store *s, const char *ns, size_t n, const char *const *keys,
-                           const char *const *statuses, const char *const *responses, char *err,
-                           size_t errsz)
+enum store_rc store_record(struct store *s, size_t n, const char *const *rows, const char *const *statuses,
+                           const char *const *responses, char *err, size_t errsz)
 {
-        struct store_array k = {0}, st = {0}, rs = {0};
+        struct store_array w = {0}, st = {0}, rs = {0};
         enum store_rc rc;
 
         if (n == 0)
                 return STORE_OK;
         for (size_t i = 0; i < n; i++) {
-                store_array_text(&k, keys[i]);
+                store_array_text(&w, rows[i]);
                 store_array_text(&st, statuses[i]);
                 store_array_text(&rs, responses[i]);
         }
-        const char *params[4] = {ns, store_array_finish(&k), store_array_finish(&st),
-                                 store_array_finish(&rs)};
+        const char *params[3] = {store_array_finish(&w), store_array_finish(&st), store_array_finish(&rs)};
+        /* By row, not by key: a join on the key is planned from the table's
+         * statistics, and a young table's mislead the planner into reading
+         * every row of the namespace per batch. The rows are this
+         * transaction's own inserts: nobody else can move them. */
         rc = store_query(s,
                  "UPDATE dedupd.keys AS d SET status = u.s, response = u.r, updated_at = now()"
-                 " FROM unnest($2::text[], $3::text[], $4::text[]) AS u(k, s, r)"
-                 " WHERE d.namespace = $1 AND d.idem_key = u.k",
-                 4, params, NULL, err, errsz);
-        store_array_free(&k);
+                 " FROM unnest($1::tid[], $2::text[], $3::text[]) AS u(w, s, r)"
+                 " WHERE d.ctid = u.w",
+                 3, params, NULL, err, errsz);
+        store_array_free(&w);
         store_array_free(&st);
         store_array_free(&rs);
         return rc;

@@ -7,21 +7,33 @@
 
 #include "pg/store.h"
 
-/**
- * Claim keys (already unique and sorted) in one statement. fresh[i] is set
- * to 1 for each key this transaction inserted, 0 for a conflict. Keys
- * expire keep_ms after now (0: never), responses response_ttl_ms after now
- * (0: with the key) — by the database's clock.
- */
-enum store_rc store_claim(struct store *s, const char *ns, size_t n, const char *const *keys,
-                          const char *const *topics, const int32_t *parts, const int64_t *offsets,
-                          const char *const *fingerprints, int64_t keep_ms, int64_t response_ttl_ms,
-                          int *fresh, char *err, size_t errsz) __attribute__((warn_unused_result));
+/** Where a claimed key's row is, for the rest of its transaction: "(block,item)". */
+#define STORE_ROW_LEN 24
 
-/** Final status ("DONE"/"FAILED") and first response of fresh keys. */
-enum store_rc store_record(struct store *s, const char *ns, size_t n, const char *const *keys,
-                           const char *const *statuses, const char *const *responses, char *err,
-                           size_t errsz) __attribute__((warn_unused_result));
+/** One key to claim, and (out) whether this transaction inserted it and where. */
+struct store_claim_row {
+        const char *key, *topic, *fingerprint;
+        int32_t partition;
+        int64_t offset;
+        int fresh;              /* out: 1 when inserted by this transaction, 0 on a conflict */
+        char row[STORE_ROW_LEN]; /* out, when fresh: its row, for store_record */
+};
+
+/**
+ * Claim keys (already unique and sorted) in one statement. Keys expire
+ * keep_ms after now (0: never), responses response_ttl_ms after now (0: with
+ * the key) — by the database's clock.
+ */
+enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_row *rows, size_t n, int64_t keep_ms,
+                          int64_t response_ttl_ms, char *err, size_t errsz) __attribute__((warn_unused_result));
+
+/**
+ * Final status ("DONE"/"FAILED") and first response of keys this
+ * transaction claimed, by their rows (store_claim_row.row): a TID scan per
+ * row, whatever the planner knows of the table's size.
+ */
+enum store_rc store_record(struct store *s, size_t n, const char *const *rows, const char *const *statuses,
+                           const char *const *responses, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 /** Stored outcome of keys seen before: callback per found key. */
 typedef void(store_outcome_cb)(void *opaque, const char *key, const char *status,
