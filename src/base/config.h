@@ -51,6 +51,7 @@ struct topic_conf {
         /* batch: */
         int batch_max_messages;
         int batch_max_wait_ms;
+        int batch_adaptive; /* a partial batch runs when the source has nothing more queued */
         int batch_timeout_ms; /* watchdog: a batch running longer is aborted */
 
         /* retry: */

@@ -45,6 +45,9 @@ static const struct field batch_fields[] = {
          .desc = "Most messages in one batch (one PostgreSQL transaction)"},
         {.name = "max_wait_ms", .type = F_INT, .off = TOFF(batch_max_wait_ms), .def = "100", .min = 0, .max = 60000,
          .desc = "Longest time a batch waits to fill before it is processed"},
+        {.name = "adaptive", .type = F_BOOL, .off = TOFF(batch_adaptive), .def = "true",
+         .desc = "Process a partial batch as soon as the consumer has nothing more queued, so at low rates "
+                 "a message does not wait max_wait_ms for others; false waits for a full batch or max_wait_ms"},
         {.name = "timeout_ms", .type = F_INT, .off = TOFF(batch_timeout_ms), .def = "30000", .min = 100, .max = 3600000,
          .desc = "Watchdog: a batch still running after this long is aborted (its SQL cancelled, then the "
                  "process ended so the database rolls it back); keep it well below max.poll.interval.ms"},

@@ -64,6 +64,7 @@ struct runner {
         struct tbuf *bufs; /* one per topic */
         struct assigned *parts;
         size_t part_cnt, part_cap;
+        int drained;         /* the last poll found nothing queued: partial batches need not wait */
         int db_down;         /* the database is unreachable: every topic waits */
         int64_t db_retry_at; /* next reconnection attempt */
         int db_backoff_ms;
@@ -288,7 +289,7 @@ static int64_t batch_due_at(const struct runner *r, size_t t)
                 return INT64_MAX;
         if (b->retry_at)
                 return b->retry_at;
-        if (b->cnt >= (size_t)tc->batch_max_messages)
+        if (b->cnt >= (size_t)tc->batch_max_messages || (tc->batch_adaptive && r->drained))
                 return 0;
         return b->first_ms + tc->batch_max_wait_ms;
 }
@@ -453,7 +454,9 @@ static void housekeeping(struct runner *r, int64_t now)
         external_reap_tick(r->cfg, r->store, now);
 }
 
-/* How long the next poll may wait: until the first batch or reconnection is due. */
+/* How long the next poll may wait: until the first batch or reconnection is
+ * due; not at all while an adaptive topic has a partial batch (the poll only
+ * asks whether more is queued). */
 static int poll_timeout(const struct runner *r, int64_t now)
 {
         int64_t next = now + POLL_SLICE_MS;
@@ -461,6 +464,8 @@ static int poll_timeout(const struct runner *r, int64_t now)
                 int64_t due = batch_due_at(r, t);
                 if (due < next)
                         next = due;
+                if (due != INT64_MAX && !r->bufs[t].retry_at && r->cfg->topics[t].batch_adaptive)
+                        next = now;
         }
         if (r->db_down && r->db_retry_at < next)
                 next = r->db_retry_at;
@@ -503,6 +508,7 @@ int runner_run(struct runner *r, struct source *src, volatile sig_atomic_t *stop
                 db_reconnect(r);
                 apply_pauses(r);
                 struct pl_msg *m = src->ops->poll(src, poll_timeout(r, log_now_ms()));
+                r->drained = !m;
                 if (m)
                         buffer(r, m);
                 int64_t now = log_now_ms();

@@ -56,12 +56,16 @@ static int64_t now_us(clockid_t clock)
         return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* At most `rate` messages a second: wait until message n is due. */
+/* At most `rate` messages a second: sleep until message n is due (what a
+ * sleep overshoots goes out at once after it: no spinning). */
 static void pace(rd_kafka_t *rk, double rate, int64_t t0, long n)
 {
-        int64_t due = t0 + (int64_t)((double)n * 1e6 / rate), ahead;
-        while ((ahead = due - now_us(CLOCK_MONOTONIC)) > 0)
-                rd_kafka_poll(rk, ahead > 1000 ? (int)(ahead / 1000) : 0);
+        int64_t ahead = t0 + (int64_t)((double)n * 1e6 / rate) - now_us(CLOCK_MONOTONIC);
+        if (ahead > 0) {
+                struct timespec ts = {ahead / 1000000, (ahead % 1000000) * 1000};
+                nanosleep(&ts, NULL);
+        }
+        rd_kafka_poll(rk, 0);
 }
 
 /* produce -t TOPIC [-H name=value]... : one message per stdin line, "KEY<TAB>VALUE"
