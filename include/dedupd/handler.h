@@ -164,7 +164,11 @@ struct dedupd_handler {
          *  messages of a batch at once, in partition-offset order. Fill
          *  results[i] (and responses through host->set_response(ctxs[i],…)).
          *  A REJECT here must leave no change for that message. Returning
-         *  DEDUPD_RETRY retries the whole batch. */
+         *  DEDUPD_RETRY retries the whole batch; then results[] names the
+         *  culprits: only messages left at DEDUPD_RETRY (the host fills
+         *  results[] with it before the call) count an attempt toward
+         *  retry.max_attempts, so set the others to DEDUPD_OK and one bad
+         *  message is dead-lettered alone instead of with its batch. */
         dedupd_result_t (*handle_batch)(void *state, struct dedupd_ctx *const *ctxs,
                                         const struct dedupd_msg *const *msgs,
                                         size_t cnt, dedupd_result_t *results);

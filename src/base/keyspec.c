@@ -319,9 +319,11 @@ static int utf8_valid(const unsigned char *s, size_t n)
  * between subject, action and request can never be forged by a value:
  * subject "a/PAY/b" + request "c" and subject "a" + request "b/PAY/c"
  * stay two different keys. */
-static int buf_add_value(struct buf *b, const char *s, size_t n)
+static int buf_add_value(struct buf *b, const char *s, size_t n, int raw)
 {
         size_t start = 0;
+        if (raw)
+                return buf_add(b, s, n);
         for (size_t i = 0; i < n; i++) {
                 if (s[i] != '/' && s[i] != '%')
                         continue;
@@ -332,7 +334,7 @@ static int buf_add_value(struct buf *b, const char *s, size_t n)
         return buf_add(b, s + start, n - start);
 }
 
-static int append_json(const struct part *p, json_t *root, struct buf *b, char *err,
+static int append_json(const struct part *p, json_t *root, struct buf *b, int raw, char *err,
                        size_t errsz)
 {
         json_t *v = root;
@@ -362,7 +364,7 @@ static int append_json(const struct part *p, json_t *root, struct buf *b, char *
         }
         switch (json_typeof(v)) {
         case JSON_STRING:
-                if (json_string_length(v) == 0) {
+                if (json_string_length(v) == 0 && !raw) {
                         seterr(err, errsz, "json field '%s' is empty", p->text);
                         return -1;
                 }
@@ -370,7 +372,7 @@ static int append_json(const struct part *p, json_t *root, struct buf *b, char *
                         seterr(err, errsz, "json field '%s' contains a NUL character", p->text);
                         return -1;
                 }
-                return buf_add_value(b, json_string_value(v), json_string_length(v));
+                return buf_add_value(b, json_string_value(v), json_string_length(v), raw);
         case JSON_INTEGER:
                 snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
                 return buf_add(b, num, strlen(num));
@@ -396,10 +398,10 @@ static int append_json(const struct part *p, json_t *root, struct buf *b, char *
         }
 }
 
-static int append_bytes(const char *what, const void *data, size_t len, struct buf *b,
+static int append_bytes(const char *what, const void *data, size_t len, struct buf *b, int raw,
                         char *err, size_t errsz)
 {
-        if (!data || len == 0) {
+        if (!data || (len == 0 && !raw)) {
                 seterr(err, errsz, "%s is missing or empty", what);
                 return -1;
         }
@@ -407,11 +409,11 @@ static int append_bytes(const char *what, const void *data, size_t len, struct b
                 seterr(err, errsz, "%s is not valid UTF-8 text", what);
                 return -1;
         }
-        return buf_add_value(b, data, len);
+        return buf_add_value(b, data, len, raw);
 }
 
-static int tmpl_render(const struct tmpl *t, const struct record *in, json_t *root,
-                       struct buf *b, char *err, size_t errsz)
+static int tmpl_render(const struct tmpl *t, const struct record *in, json_t *root, struct buf *b, int raw,
+                       char *err, size_t errsz)
 {
         for (size_t i = 0; i < t->cnt; i++) {
                 const struct part *p = &t->parts[i];
@@ -422,10 +424,10 @@ static int tmpl_render(const struct tmpl *t, const struct record *in, json_t *ro
                         rc = buf_add(b, p->text, strlen(p->text));
                         break;
                 case PART_JSON:
-                        rc = append_json(p, root, b, err, errsz);
+                        rc = append_json(p, root, b, raw, err, errsz);
                         break;
                 case PART_KEY:
-                        rc = append_bytes("Kafka message key", in->key, in->key_len, b, err, errsz);
+                        rc = append_bytes("Kafka message key", in->key, in->key_len, b, raw, err, errsz);
                         break;
                 case PART_HEADER: {
                         const struct dedupd_header *h = NULL;
@@ -434,8 +436,7 @@ static int tmpl_render(const struct tmpl *t, const struct record *in, json_t *ro
                                 if (!strcmp(in->headers[k].name, p->text))
                                         h = &in->headers[k];
                         snprintf(what, sizeof(what), "header '%s'", p->text);
-                        rc = append_bytes(what, h ? h->value : NULL, h ? h->value_len : 0, b, err,
-                                          errsz);
+                        rc = append_bytes(what, h ? h->value : NULL, h ? h->value_len : 0, b, raw, err, errsz);
                         break;
                 }
                 }
@@ -443,6 +444,30 @@ static int tmpl_render(const struct tmpl *t, const struct record *in, json_t *ro
                         return -1;
         }
         return 0;
+}
+
+json_t *keyspec_load_json(const struct record *in, char *err, size_t errsz)
+{
+        json_error_t jerr;
+        json_t *root;
+        if (!in->value || in->value_len == 0) {
+                seterr(err, errsz, "payload is empty (tombstone?), no JSON to read the key from");
+                return NULL;
+        }
+        /* A member given twice is read differently by different parsers
+         * (first or last wins): two readings, two keys. */
+        root = json_loadb(in->value, in->value_len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+        if (!root && json_error_code(&jerr) == json_error_numeric_overflow)
+                seterr(err, errsz,
+                       "payload has an integer beyond 64 bits at byte %d: it cannot be read exactly; send such "
+                       "numbers as strings",
+                       jerr.position);
+        else if (!root && json_error_code(&jerr) == json_error_duplicate_key)
+                seterr(err, errsz, "payload is ambiguous: %s at byte %d (parsers disagree on which value counts)",
+                       jerr.text, jerr.position);
+        else if (!root)
+                seterr(err, errsz, "payload is not valid JSON: %s at byte %d", jerr.text, jerr.position);
+        return root;
 }
 
 int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out,
@@ -454,36 +479,8 @@ int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out,
 
         if (errsz)
                 err[0] = '\0';
-        if (ks->needs_json) {
-                json_error_t jerr;
-                if (!in->value || in->value_len == 0) {
-                        seterr(err, errsz, "payload is empty (tombstone?), no JSON to read the key from");
-                        return -1;
-                }
-                /* A member given twice is read differently by different
-                 * parsers (first or last wins): two readings, two keys. */
-                root = json_loadb(in->value, in->value_len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES,
-                                  &jerr);
-                if (!root && json_error_code(&jerr) == json_error_numeric_overflow) {
-                        seterr(err, errsz,
-                               "payload has an integer beyond 64 bits at byte %d: it cannot be read "
-                               "exactly; send such numbers as strings",
-                               jerr.position);
-                        return -1;
-                }
-                if (!root && json_error_code(&jerr) == json_error_duplicate_key) {
-                        seterr(err, errsz,
-                               "payload is ambiguous: %s at byte %d (parsers disagree on which value "
-                               "counts)",
-                               jerr.text, jerr.position);
-                        return -1;
-                }
-                if (!root) {
-                        seterr(err, errsz, "payload is not valid JSON: %s at byte %d", jerr.text,
-                               jerr.position);
-                        return -1;
-                }
-        }
+        if (ks->needs_json && !(root = keyspec_load_json(in, err, errsz)))
+                return -1;
         for (int i = 0; i < 3; i++) {
                 if (i == 2 && !ks->has_request)
                         break;
@@ -492,7 +489,7 @@ int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out,
                 if (i > 0 && buf_add(&b, "/", 1))
                         goto out;
                 size_t before = b.len;
-                if (tmpl_render(&ks->t[i], in, root, &b, err, errsz))
+                if (tmpl_render(&ks->t[i], in, root, &b, 0, err, errsz))
                         goto out;
                 if (b.len == before) {
                         seterr(err, errsz, "key %s is empty", part_names[i]);
@@ -517,6 +514,46 @@ out:
         free(b.p);
         json_decref(root);
         return rc;
+}
+
+/* ---- one template on its own ------------------------------------------------- */
+
+struct keytmpl {
+        struct tmpl t;
+        int needs_json;
+};
+
+struct keytmpl *keytmpl_compile(const char *src, char *err, size_t errsz)
+{
+        struct keytmpl *kt = xcalloc(1, sizeof(*kt));
+        if (tmpl_compile(&kt->t, src, err, errsz)) {
+                keytmpl_free(kt);
+                return NULL;
+        }
+        for (size_t j = 0; j < kt->t.cnt; j++)
+                if (kt->t.parts[j].kind == PART_JSON)
+                        kt->needs_json = 1;
+        return kt;
+}
+
+void keytmpl_free(struct keytmpl *kt)
+{
+        if (!kt)
+                return;
+        tmpl_free(&kt->t);
+        free(kt);
+}
+
+int keytmpl_needs_json(const struct keytmpl *kt) { return kt->needs_json; }
+
+char *keytmpl_render(const struct keytmpl *kt, const struct record *in, json_t *root, char *err, size_t errsz)
+{
+        struct buf b = {0};
+        if (tmpl_render(&kt->t, in, root, &b, 1, err, errsz) || buf_add(&b, "", 0)) {
+                free(b.p);
+                return NULL;
+        }
+        return b.p;
 }
 
 void keyspec_fingerprint(const json_t *paths, const void *value, size_t len, char out[65])

@@ -44,6 +44,29 @@ int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out,
                    size_t outsz, char *err, size_t errsz);
 
 /**
+ * The payload parsed as keys read it: strict JSON (no member given twice, no
+ * integer beyond 64 bits). NULL with the reason in err.
+ */
+json_t *keyspec_load_json(const struct record *in, char *err, size_t errsz);
+
+/* ---- one template on its own (a statement parameter) ---------------------- */
+
+struct keytmpl;
+
+/** Compile one template with the sources keys use ({json:PATH}, {header:NAME}, {key}, literals). */
+struct keytmpl *keytmpl_compile(const char *src, char *err, size_t errsz);
+void keytmpl_free(struct keytmpl *kt);
+int keytmpl_needs_json(const struct keytmpl *kt);
+
+/**
+ * Render as is, into a new string (free() it): a source must be there and be
+ * an exact scalar in valid UTF-8, as for keys, but it is not encoded and an
+ * empty string is a value. root: from keyspec_load_json when the template
+ * needs JSON. NULL with the reason in err.
+ */
+char *keytmpl_render(const struct keytmpl *kt, const struct record *in, json_t *root, char *err, size_t errsz);
+
+/**
  * Fingerprint chosen fields of a JSON payload: SHA-256 (hex, 64 chars + NUL
  * into out) over each field's compact JSON encoding (keys sorted), "null"
  * for a missing field, separated by 0x1F. A payload that is not JSON is

@@ -163,6 +163,18 @@ static int lost_connection(struct txn *x)
         return 1;
 }
 
+/* A retried batch: an attempt for each message the handler named (left at
+ * RETRY or given no valid result), or for every one when it named none. */
+static void count_attempts(struct txn *x, const dedupd_result_t *res, size_t n)
+{
+        size_t named = 0;
+        for (size_t j = 0; j < n; j++)
+                named += res[j] != DEDUPD_OK && res[j] != DEDUPD_REJECT;
+        for (size_t j = 0; j < n; j++)
+                if (!named || (res[j] != DEDUPD_OK && res[j] != DEDUPD_REJECT))
+                        x->b.items[x->b.fresh[j]].msg->attempts++;
+}
+
 /* 7a. A set-oriented handler: every fresh message in one call. */
 static enum pl_rc run_handle_batch(struct txn *x)
 {
@@ -202,8 +214,7 @@ static enum pl_rc run_handle_batch(struct txn *x)
         }
         if (!retry)
                 return PL_OK;
-        for (size_t j = 0; j < n; j++)
-                x->b.items[x->b.fresh[j]].msg->attempts++;
+        count_attempts(x, res, n);
         store_rollback(x->pt->store);
         return PL_RETRY;
 }
