@@ -1,6 +1,7 @@
 /* keyspec: the business idempotency key — templates compiled once, derived per message. */
 #include "base/keyspec.h"
 
+#include "base/hex.h"
 #include "base/mem.h"
 
 #include <inttypes.h>
@@ -504,8 +505,7 @@ int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out,
                 }
                 SHA256((const unsigned char *)b.p, b.len, md);
                 memcpy(out, "sha256:", 7);
-                for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
-                        snprintf(out + 7 + 2 * i, 3, "%02x", md[i]);
+                hex_encode(md, SHA256_DIGEST_LENGTH, out + 7);
         } else {
                 memcpy(out, b.p, b.len + 1);
         }
@@ -600,6 +600,5 @@ void keyspec_fingerprint(const json_t *paths, const void *value, size_t len, cha
         }
         EVP_DigestFinal_ex(sha, md, NULL);
         EVP_MD_CTX_free(sha);
-        for (int k = 0; k < SHA256_DIGEST_LENGTH; k++)
-                snprintf(out + 2 * k, 3, "%02x", md[k]);
+        hex_encode(md, SHA256_DIGEST_LENGTH, out);
 }

@@ -11,6 +11,7 @@
 #include <openssl/sha.h>
 
 #include "base/fault.h"
+#include "base/hex.h"
 #include "base/keyspec.h"
 #include "base/log.h"
 #include "pg/attempts.h"
@@ -33,8 +34,7 @@ static void fingerprint(const struct topic_conf *t, struct pl_msg *m)
                 return;
         }
         SHA256(m->value ? m->value : (const void *)"", m->value_len, md);
-        for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
-                snprintf(m->fingerprint + 2 * i, 3, "%02x", md[i]);
+        hex_encode(md, SHA256_DIGEST_LENGTH, m->fingerprint);
 }
 
 /* The key and fingerprint, or the reason there is none. */

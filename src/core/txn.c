@@ -48,38 +48,6 @@ static enum pl_rc dead_letter_unkeyable(struct txn *x)
         return step_dead_letter(x->pt, todo, n, x->err, x->errsz) ? PL_DLQ_FAILED : PL_OK;
 }
 
-/* 4. BEGIN, watched, and every distinct key claimed in one statement. */
-static enum pl_rc claim(struct txn *x)
-{
-        struct pl_topic *pt = x->pt;
-        const struct topic_conf *t = pt->t;
-        size_t k = x->b.nkeys;
-        int fresh[k ? k : 1];
-        char what[200];
-        enum store_rc rc;
-
-        x->claims = xcalloc(k ? k : 1, sizeof(*x->claims));
-        for (size_t j = 0; j < k; j++) {
-                const struct pl_msg *m = x->b.items[x->b.keys[j]].msg;
-                x->claims[j] = (struct store_claim_row){.key = m->idem_key, .topic = m->topic,
-                                                        .fingerprint = m->fingerprint, .partition = m->partition,
-                                                        .offset = m->offset};
-        }
-        snprintf(what, sizeof(what), "batch of %zu from %s", x->b.n, t->name);
-        watchdog_arm(pt->watchdog, store_conn(pt->store), t->batch_timeout_ms, what);
-        if ((rc = store_begin(pt->store, x->err, x->errsz)) ||
-            (rc = store_claim(pt->store, pt->cfg->namespace, x->claims, k, t->retention ? t->retention->keep_ms : 0,
-                              t->retention ? t->retention->response_ttl_ms : 0, x->err, x->errsz)))
-                return failed(x, rc);
-        fault_point("after_claim");
-        for (size_t j = 0; j < k; j++) {
-                fresh[j] = x->claims[j].fresh;
-                x->b.items[x->b.keys[j]].row = x->claims[j].row;
-        }
-        batch_claimed(&x->b, fresh);
-        return PL_OK;
-}
-
 /* The stored outcome of one known key (the claim's keys are sorted: search). */
 static void keep_outcome(void *opaque, const char *key, const char *status, const char *response,
                          const char *fingerprint)
@@ -104,22 +72,67 @@ static void keep_outcome(void *opaque, const char *key, const char *status, cons
         }
 }
 
-/* 5. Keys seen before: their first outcome and fingerprint. */
-static enum pl_rc load_first_outcomes(struct txn *x)
+static const struct dedupd_header *find_header(const struct pl_msg *m, const char *name);
+
+/* Per first item of a key: whether a duplicate of it needs the first
+ * outcome — a message of that key asks for a reply, or the debug log shows
+ * what each duplicate was answered. */
+static int *wanted_outcomes(const struct txn *x)
 {
-        const char *known[x->b.nkeys ? x->b.nkeys : 1];
-        size_t n = 0;
+        const char *h = x->pt->t->reply_header;
+        int all = log_level_current >= LOG_DEBUG;
+        int *want = xcalloc(x->b.n ? x->b.n : 1, sizeof(*want));
+        for (size_t i = 0; (all || (h && *h)) && i < x->b.n; i++) {
+                if (x->b.items[i].state == ITEM_DEAD_LETTER)
+                        continue;
+                const struct dedupd_header *to = all ? NULL : find_header(x->b.items[i].msg, h);
+                if (all || (to && to->value && to->value_len))
+                        want[x->b.items[i].first] = 1;
+        }
+        return want;
+}
+
+/* 4. BEGIN, watched, and every distinct key claimed in one statement, which
+ *    also reads what the batch needs of the keys seen before: the first
+ *    outcome where a reply needs it, else only where the fingerprint differs. */
+static enum pl_rc claim(struct txn *x)
+{
+        struct pl_topic *pt = x->pt;
+        const struct topic_conf *t = pt->t;
+        size_t k = x->b.nkeys;
+        int fresh[k ? k : 1];
+        char what[200];
         enum store_rc rc;
-        for (size_t j = 0; j < x->b.nkeys; j++)
-                if (x->b.items[x->b.keys[j]].state == ITEM_KNOWN)
-                        known[n++] = x->b.items[x->b.keys[j]].msg->idem_key;
-        if (n && (rc = store_outcomes(x->pt->store, x->pt->cfg->namespace, n, known, keep_outcome, x, x->err,
-                                      x->errsz)))
+        const struct store_claim_outcomes outcomes = {keep_outcome, x};
+        int *want = wanted_outcomes(x);
+
+        x->claims = xcalloc(k ? k : 1, sizeof(*x->claims));
+        for (size_t j = 0; j < k; j++) {
+                const struct pl_msg *m = x->b.items[x->b.keys[j]].msg;
+                x->claims[j] = (struct store_claim_row){.key = m->idem_key, .topic = m->topic,
+                                                        .fingerprint = m->fingerprint, .partition = m->partition,
+                                                        .offset = m->offset, .want_outcome = want[x->b.keys[j]]};
+        }
+        free(want);
+        snprintf(what, sizeof(what), "batch of %zu from %s", x->b.n, t->name);
+        watchdog_arm(pt->watchdog, store_conn(pt->store), t->batch_timeout_ms, what);
+        if ((rc = store_begin(pt->store, x->err, x->errsz)) ||
+            (rc = store_claim(pt->store, pt->cfg->namespace, x->claims, k, t->retention ? t->retention->keep_ms : 0,
+                              t->retention ? t->retention->response_ttl_ms : 0, &outcomes, x->err, x->errsz)))
                 return failed(x, rc);
+        fault_point("after_claim");
+        for (size_t j = 0; j < k; j++) {
+                struct batch_item *it = &x->b.items[x->b.keys[j]];
+                fresh[j] = x->claims[j].fresh;
+                it->row = x->claims[j].row;
+                if (x->claims[j].matched) /* stored with this very fingerprint */
+                        it->stored.fingerprint = xstrdup(it->msg->fingerprint);
+        }
+        batch_claimed(&x->b, fresh);
         return PL_OK;
 }
 
-/* 6. Same key, another payload: counted, and absorbed or dead-lettered. The
+/* 5. Same key, another payload: counted, and absorbed or dead-lettered. The
  *    dead letters are written inside the transaction: if the broker does not
  *    acknowledge them, the batch rolls back and nothing is acknowledged. */
 static enum pl_rc handle_mismatches(struct txn *x)
@@ -175,7 +188,7 @@ static void count_attempts(struct txn *x, const dedupd_result_t *res, size_t n)
                         x->b.items[x->b.fresh[j]].msg->attempts++;
 }
 
-/* 7a. A set-oriented handler: every fresh message in one call. */
+/* 6a. A set-oriented handler: every fresh message in one call. */
 static enum pl_rc run_handle_batch(struct txn *x)
 {
         struct handler *h = x->pt->handler;
@@ -239,7 +252,7 @@ static enum pl_rc retry_message(struct txn *x, struct pl_msg *m, dedupd_result_t
         return PL_RETRY;
 }
 
-/* 7b. One message at a time, each under a savepoint (unless the handler
+/* 6b. One message at a time, each under a savepoint (unless the handler
  *     rejects cleanly), so a REJECT leaves no change. */
 static enum pl_rc run_handle(struct txn *x)
 {
@@ -277,7 +290,7 @@ static enum pl_rc run_handle(struct txn *x)
         return PL_OK;
 }
 
-/* 7. The handler, for the fresh messages in partition-offset order. */
+/* 6. The handler, for the fresh messages in partition-offset order. */
 static enum pl_rc run_handler(struct txn *x)
 {
         struct pl_topic *pt = x->pt;
@@ -296,7 +309,7 @@ static enum pl_rc run_handler(struct txn *x)
         return batch ? run_handle_batch(x) : run_handle(x);
 }
 
-/* 8. Final statuses and first responses, in bulk. Claimed rows say DONE
+/* 7. Final statuses and first responses, in bulk. Claimed rows say DONE
  *    already (in this mode nobody sees a PENDING row: the claim and the
  *    effect are one transaction); only a rejection or a response is written. */
 static enum pl_rc record_outcomes(struct txn *x)
@@ -344,7 +357,7 @@ static enum store_rc reply(struct txn *x, const struct pl_msg *m, const struct d
         return store_outbox_insert(x->pt->store, x->pt->cfg->namespace, &o, x->err, x->errsz);
 }
 
-/* 9. Replies: the first outcome, to whoever asked and named a reply topic. */
+/* 8. Replies: the first outcome, to whoever asked and named a reply topic. */
 static enum pl_rc send_replies(struct txn *x)
 {
         const struct topic_conf *t = x->pt->t;
@@ -372,7 +385,7 @@ static enum pl_rc send_replies(struct txn *x)
         return PL_OK;
 }
 
-/* 10. Per-partition progress, in the same transaction. */
+/* 9. Per-partition progress, in the same transaction. */
 static enum pl_rc record_progress(struct txn *x)
 {
         enum store_rc rc;
@@ -382,7 +395,7 @@ static enum pl_rc record_progress(struct txn *x)
         return PL_OK;
 }
 
-/* 11. COMMIT. A lost acknowledgement is indistinguishable from a failed
+/* 10. COMMIT. A lost acknowledgement is indistinguishable from a failed
  *     COMMIT: redelivery finds every key claimed if it did commit. */
 static enum pl_rc commit(struct txn *x)
 {
@@ -394,7 +407,7 @@ static enum pl_rc commit(struct txn *x)
         return PL_OK;
 }
 
-/* 12. Committed: where each partition may be acknowledged, and the report. */
+/* 11. Committed: where each partition may be acknowledged, and the report. */
 static size_t committed(struct txn *x, struct pl_commit *commits)
 {
         struct pl_topic *pt = x->pt;
@@ -423,7 +436,7 @@ static enum pl_rc txn_process(struct pl_topic *pt, struct pl_msg *const *msgs, s
         if ((rc = dead_letter_unkeyable(&x)))
                 goto out;
         batch_dedupe(&x.b);
-        if ((rc = claim(&x)) || (rc = load_first_outcomes(&x)) || (rc = handle_mismatches(&x)) ||
+        if ((rc = claim(&x)) || (rc = handle_mismatches(&x)) ||
             (rc = run_handler(&x)) || (rc = record_outcomes(&x)) || (rc = send_replies(&x)) ||
             (rc = record_progress(&x)) || (rc = commit(&x)))
                 goto out;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mem.h"
 #include "pg/array.h"
 
 /* Which claimed row a returned key is: the rows are sorted bytewise (as the
@@ -26,13 +27,40 @@ static struct store_claim_row *claimed_row(struct store_claim_row *rows, size_t 
         return NULL;
 }
 
+/* The claim's answer per key: fresh (with its row), or a known key's
+ * outcome, or neither (committed by another transaction after this
+ * statement's snapshot: read again). */
+static void claim_results(PGresult *r, struct store_claim_row *rows, size_t n, const struct store_claim_outcomes *out,
+                          const char **unseen, size_t *nunseen)
+{
+        for (size_t i = 0; i < n; i++)
+                rows[i].matched = 1; /* unless the statement says otherwise */
+        for (int i = 0; i < PQntuples(r); i++) {
+                struct store_claim_row *row = claimed_row(rows, n, PQgetvalue(r, i, 0));
+                if (!row)
+                        continue;
+                row->matched = 0;
+                if (!PQgetisnull(r, i, 1)) {
+                        row->fresh = 1;
+                        snprintf(row->row, sizeof(row->row), "%s", PQgetvalue(r, i, 1));
+                } else if (PQgetisnull(r, i, 2)) {
+                        unseen[(*nunseen)++] = row->key;
+                } else {
+                        out->cb(out->opaque, row->key, PQgetvalue(r, i, 2), PQgetisnull(r, i, 3) ? NULL : PQgetvalue(r, i, 3),
+                                PQgetisnull(r, i, 4) ? NULL : PQgetvalue(r, i, 4));
+                }
+        }
+}
+
 enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_row *rows, size_t n, int64_t keep_ms,
-                          int64_t response_ttl_ms, char *err, size_t errsz)
+                          int64_t response_ttl_ms, const struct store_claim_outcomes *out, char *err, size_t errsz)
 {
         char keep[24], ttl[24];
-        struct store_array k = {0}, t = {0}, p = {0}, o = {0}, f = {0};
+        struct store_array k = {0}, t = {0}, p = {0}, o = {0}, f = {0}, w = {0};
         PGresult *r = NULL;
         enum store_rc rc;
+        size_t nunseen = 0;
+        const char **unseen = xcalloc(n ? n : 1, sizeof(*unseen));
 
         for (size_t i = 0; i < n; i++) {
                 store_array_text(&k, rows[i].key);
@@ -40,46 +68,60 @@ enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_ro
                 store_array_int(&p, rows[i].partition);
                 store_array_int(&o, rows[i].offset);
                 store_array_text(&f, rows[i].fingerprint);
+                store_array_int(&w, rows[i].want_outcome != 0);
                 rows[i].fresh = 0;
                 rows[i].row[0] = '\0';
         }
         snprintf(keep, sizeof(keep), "%" PRId64, keep_ms);
         snprintf(ttl, sizeof(ttl), "%" PRId64, response_ttl_ms);
-        const char *params[8] = {ns,
+        const char *params[9] = {ns,
                                  store_array_finish(&k),
                                  store_array_finish(&t),
                                  store_array_finish(&p),
                                  store_array_finish(&o),
                                  store_array_finish(&f),
                                  keep_ms > 0 ? keep : NULL,
-                                 response_ttl_ms > 0 ? ttl : NULL};
+                                 response_ttl_ms > 0 ? ttl : NULL,
+                                 store_array_finish(&w)};
         /* ORDER BY: rows are inserted, and their index entries locked, in key
-         * order, so two claimers of overlapping batches never deadlock. */
+         * order, so two claimers of overlapping batches never deadlock. The
+         * lookup of a key seen before shares the statement's snapshot
+         * (exactly the keys that were there before) and is LATERAL with a
+         * LIMIT (the key is unique) so it stays one index probe per key:
+         * flattened into a join, it is planned as a scan of every key of the
+         * namespace whenever the planner thinks that cheaper than the probes. A known key
+         * whose stored fingerprint is this one's needs nothing more (no
+         * mismatch) unless its outcome is wanted: it is not returned. */
         rc = store_query(s,
-                 "INSERT INTO dedupd.keys (namespace, idem_key, status, fingerprint, topic, partition, \"offset\","
-                 " expires_at, response_expires_at)"
-                 " SELECT $1, u.k, 'DONE', decode(u.f, 'hex'), u.t, u.p, u.o,"
-                 " now() + $7::bigint * interval '1 millisecond', now() + $8::bigint * interval '1 millisecond'"
-                 " FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[]) AS u(k, t, p, o, f)"
-                 " ORDER BY u.k COLLATE \"C\""
-                 " ON CONFLICT (namespace, idem_key) DO NOTHING"
-                 " RETURNING idem_key, ctid",
-                 8, params, &r, err, errsz);
+                 "WITH u AS (SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[],"
+                 "           $9::int[]) AS u(k, t, p, o, f, w)),"
+                 " ins AS (INSERT INTO dedupd.keys (namespace, idem_key, status, fingerprint, topic, partition,"
+                 "         \"offset\", expires_at, response_expires_at)"
+                 "         SELECT $1, u.k, 'DONE', decode(u.f, 'hex'), u.t, u.p, u.o,"
+                 "         now() + $7::bigint * interval '1 millisecond', now() + $8::bigint * interval '1 millisecond'"
+                 "         FROM u ORDER BY u.k COLLATE \"C\""
+                 "         ON CONFLICT (namespace, idem_key) DO NOTHING"
+                 "         RETURNING idem_key, ctid)"
+                 " SELECT u.k, i.ctid, kn.status, kn.response, encode(kn.fingerprint, 'hex')"
+                 " FROM u LEFT JOIN ins i ON i.idem_key = u.k"
+                 " LEFT JOIN LATERAL (SELECT d.idem_key, d.status, d.response, d.fingerprint FROM dedupd.keys d"
+                 "                    WHERE i.idem_key IS NULL AND d.namespace = $1 AND d.idem_key = u.k LIMIT 1) kn ON true"
+                 " WHERE i.idem_key IS NOT NULL OR kn.idem_key IS NULL OR u.w = 1"
+                 "    OR kn.fingerprint IS NULL OR kn.fingerprint <> decode(u.f, 'hex')",
+                 9, params, &r, err, errsz);
         if (rc == STORE_OK) {
-                for (int i = 0; i < PQntuples(r); i++) {
-                        struct store_claim_row *row = claimed_row(rows, n, PQgetvalue(r, i, 0));
-                        if (row) {
-                                row->fresh = 1;
-                                snprintf(row->row, sizeof(row->row), "%s", PQgetvalue(r, i, 1));
-                        }
-                }
+                claim_results(r, rows, n, out, unseen, &nunseen);
                 PQclear(r);
+                /* A statement of its own sees what committed meanwhile. */
+                rc = store_outcomes(s, ns, nunseen, unseen, out->cb, out->opaque, err, errsz);
         }
+        free(unseen);
         store_array_free(&k);
         store_array_free(&t);
         store_array_free(&p);
         store_array_free(&o);
         store_array_free(&f);
+        store_array_free(&w);
         return rc;
 }
 

@@ -10,22 +10,39 @@
 /** Where a claimed key's row is, for the rest of its transaction: "(block,item)". */
 #define STORE_ROW_LEN 24
 
-/** One key to claim, and (out) whether this transaction inserted it and where. */
+/** Stored outcome of a key seen before, as read. */
+typedef void(store_outcome_cb)(void *opaque, const char *key, const char *status, const char *response,
+                               const char *fingerprint_hex);
+
+/** One key to claim, and (out) what the claim found. */
 struct store_claim_row {
         const char *key, *topic, *fingerprint;
         int32_t partition;
         int64_t offset;
-        int fresh;              /* out: 1 when inserted by this transaction, 0 on a conflict */
+        int want_outcome;        /* in: read its first outcome when seen before (a reply needs it) */
+        int fresh;               /* out: 1 when inserted by this transaction */
+        int matched;             /* out: seen before with this very fingerprint; its outcome was not read */
         char row[STORE_ROW_LEN]; /* out, when fresh: its row, for store_record */
 };
 
+/** Where the outcomes of keys seen before go. */
+struct store_claim_outcomes {
+        store_outcome_cb *cb; /* per known key whose outcome was read */
+        void *opaque;
+};
+
 /**
- * Claim keys (already unique and sorted) in one statement. Keys expire
- * keep_ms after now (0: never), responses response_ttl_ms after now (0: with
- * the key) — by the database's clock.
+ * Claim keys (already unique and sorted) and read what the batch needs of
+ * the keys seen before, in one statement: the outcome of each known key
+ * that wants it or whose stored fingerprint differs from (or is not) this
+ * one; the others are `matched`. A key another
+ * transaction committed while this one waited for it is read in a second
+ * statement. Keys expire keep_ms after now (0: never), responses
+ * response_ttl_ms after now (0: with the key) — by the database's clock.
  */
 enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_row *rows, size_t n, int64_t keep_ms,
-                          int64_t response_ttl_ms, char *err, size_t errsz) __attribute__((warn_unused_result));
+                          int64_t response_ttl_ms, const struct store_claim_outcomes *out, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
 
 /**
  * Final status ("DONE"/"FAILED") and first response of keys this
@@ -36,8 +53,6 @@ enum store_rc store_record(struct store *s, size_t n, const char *const *rows, c
                            const char *const *responses, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 /** Stored outcome of keys seen before: callback per found key. */
-typedef void(store_outcome_cb)(void *opaque, const char *key, const char *status,
-                               const char *response, const char *fingerprint_hex);
 enum store_rc store_outcomes(struct store *s, const char *ns, size_t n, const char *const *keys,
                              store_outcome_cb *cb, void *opaque, char *err, size_t errsz) __attribute__((warn_unused_result));
 
