@@ -143,6 +143,29 @@ wait_done() {
         fail "timed out: database progressed $got of $want records of $t"
 }
 
+# drain NAME CONFIG DSN TOPIC: run dedupd until the database behind DSN (a
+# test's second or third database) has progressed over every record, then stop it
+drain() {
+        local want got
+        start "$1" "$2"
+        want=$(produced "$4")
+        for ((i = 0; i < 600; i++)); do
+                got=$(psql "$3" -X -t -A -c "SELECT coalesce(sum(next_offset),0) FROM dedupd.offsets WHERE topic = '$4'" 2>/dev/null || echo 0)
+                [[ $got == "$want" ]] && break
+                sleep 0.1
+        done
+        stop "$1"
+        [[ $got == "$want" ]] || fail "$1: progressed $got of $want"
+}
+
+# dump_transfer DSN PREFIX: balances, ledger and stored outcomes, sorted, into
+# PREFIX.accounts, PREFIX.ledger, PREFIX.keys (to compare two runs row for row)
+dump_transfer() {
+        psql "$1" -X -q -t -A -c "SELECT user_id, balance FROM account ORDER BY 1" >"$2.accounts"
+        psql "$1" -X -q -t -A -c "SELECT idem_key, user_id, amount FROM transfer_ledger ORDER BY idem_key" >"$2.ledger"
+        psql "$1" -X -q -t -A -c "SELECT idem_key, status, response FROM dedupd.keys ORDER BY idem_key" >"$2.keys"
+}
+
 # kafka_lag TOPIC: lag of the test's group as Kafka sees it
 kafka_lag() { "$KT" offsets -t "$1" -g "grp-$ID" | awk '$1=="total"{print $4}'; }
 

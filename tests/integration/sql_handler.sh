@@ -41,26 +41,6 @@ conf() {
                 !skip { print }' "$file" >"$file.new" && mv "$file.new" "$file"
 }
 
-# drain NAME CONF DSN TOPIC: run dedupd until the database has progressed over the topic
-drain() {
-        local want got
-        start "$1" "$2"
-        want=$(produced "$4")
-        for ((i = 0; i < 600; i++)); do
-                got=$(psql "$3" -X -t -A -c "SELECT coalesce(sum(next_offset),0) FROM dedupd.offsets WHERE topic = '$4'" 2>/dev/null || echo 0)
-                [[ $got == "$want" ]] && break
-                sleep 0.1
-        done
-        stop "$1"
-        [[ $got == "$want" ]] || fail "$1: progressed $got of $want"
-}
-
-dump() { # DSN PREFIX
-        psql "$1" -X -q -t -A -c "SELECT user_id, balance FROM account ORDER BY 1" >"$2.accounts"
-        psql "$1" -X -q -t -A -c "SELECT idem_key, user_id, amount FROM transfer_ledger ORDER BY idem_key" >"$2.ledger"
-        psql "$1" -X -q -t -A -c "SELECT idem_key, status, response FROM dedupd.keys ORDER BY idem_key" >"$2.keys"
-}
-
 # ---- 1. equal to the transfer handler, pipelined and one at a time ----------
 T="sqlh_$$"
 topic "$T" 2
@@ -79,7 +59,7 @@ for h in transfer sql sql_permsg; do
         conf "$WORK/setup.yaml" "$dsn" "$T" transfer
         "$DEDUPCTL" migrate -c "$WORK/setup.yaml" >/dev/null
         drain "$h" "$WORK/$h.yaml" "$dsn" "$T"
-        dump "$dsn" "$WORK/$h"
+        dump_transfer "$dsn" "$WORK/$h"
 done
 for h in sql sql_permsg; do
         for what in accounts ledger keys; do

@@ -30,22 +30,7 @@ run() {
         SEED_ACCOUNTS=20 INITIAL_BALANCE=3000 BATCH_MAX=500 write_config "$WORK/$1.yaml" "$4"
         sed -i "s#conninfo: \".*\"#conninfo: \"$2\"#; s#group.id: \"grp-$ID\"#group.id: \"grp-$ID-$1\"#" "$WORK/$1.yaml"
         sed -i "/^    handler:/a\\      per_message: $3" "$WORK/$1.yaml"
-        start "$1" "$WORK/$1.yaml"
-        local want got
-        want=$(produced "$4")
-        for ((i = 0; i < 600; i++)); do
-                got=$(psql "$2" -X -t -A -c "SELECT coalesce(sum(next_offset),0) FROM dedupd.offsets WHERE topic = '$4'" 2>/dev/null || echo 0)
-                [[ $got == "$want" ]] && break
-                sleep 0.1
-        done
-        stop "$1"
-        [[ $got == "$want" ]] || fail "$1: progressed $got of $want"
-}
-
-dump() { # DSN PREFIX
-        psql "$1" -X -q -t -A -c "SELECT user_id, balance FROM account ORDER BY 1" >"$2.accounts"
-        psql "$1" -X -q -t -A -c "SELECT idem_key, user_id, amount FROM transfer_ledger ORDER BY idem_key" >"$2.ledger"
-        psql "$1" -X -q -t -A -c "SELECT idem_key, status, response FROM dedupd.keys ORDER BY idem_key" >"$2.keys"
+        drain "$1" "$WORK/$1.yaml" "$2" "$4"
 }
 
 for seed in 20261201 $((RANDOM * 32768 + RANDOM)); do
@@ -57,8 +42,8 @@ for seed in 20261201 $((RANDOM * 32768 + RANDOM)); do
         psql "$DSN2" -X -q -c "DROP SCHEMA IF EXISTS dedupd CASCADE; DROP TABLE IF EXISTS account, transfer_ledger" 2>/dev/null
         run batch "$TEST_DSN" false "$T"
         run permsg "$DSN2" true "$T"
-        dump "$TEST_DSN" "$WORK/batch"
-        dump "$DSN2" "$WORK/permsg"
+        dump_transfer "$TEST_DSN" "$WORK/batch"
+        dump_transfer "$DSN2" "$WORK/permsg"
         for what in accounts ledger keys; do
                 diff "$WORK/batch.$what" "$WORK/permsg.$what" >"$WORK/diff.$what" ||
                         fail "seed $seed: $what differ between handle_batch and handle(): $(head -n 5 "$WORK/diff.$what")"
