@@ -22,6 +22,10 @@
 #include "pg/schema.h"
 #include "source/kafka/topics.h"
 #include "core/watchdog.h"
+#include "ops/health.h"
+#include "ops/http.h"
+#include "ops/metrics.h"
+#include "ops/notify.h"
 
 static volatile sig_atomic_t stop_requested;
 static int shutdown_timeout_s = 10;
@@ -74,6 +78,7 @@ struct daemon {
         struct watchdog *wd;
         struct runner *runner;
         struct source *src;
+        struct http *http;
 };
 
 /* The arguments; returns -1 to go on, else the exit code. */
@@ -122,6 +127,39 @@ static void catch_signals(void)
         signal(SIGPIPE, SIG_IGN);
 }
 
+/* What the operator watches, up before anything can fail slowly: the
+ * metrics, /healthz and /readyz (when http.listen is set), systemd's
+ * watchdog interval. */
+static int start_ops(struct daemon *d)
+{
+        char err[512], abi[16], pq[16];
+        const struct config *cfg = d->cfg;
+        int64_t stall_ms = 30000;
+        const char *names[cfg->topic_cnt ? cfg->topic_cnt : 1];
+        for (size_t i = 0; i < cfg->topic_cnt; i++) {
+                names[i] = cfg->topics[i].name;
+                if (cfg->topics[i].batch_timeout_ms * 2 + 30000 > stall_ms)
+                        stall_ms = cfg->topics[i].batch_timeout_ms * 2 + 30000;
+        }
+        snprintf(abi, sizeof(abi), "%d", DEDUPD_HANDLER_ABI_MAJOR);
+        snprintf(pq, sizeof(pq), "%d", PQlibVersion());
+        metrics_init();
+        metrics_build_info(DEDUPD_VERSION, abi, rd_kafka_version_str(), pq);
+        health_init(stall_ms, cfg->topic_cnt, names);
+        health_beat(log_now_ms());
+        int64_t wd = notify_init();
+        if (wd)
+                log_info("dedupd", "systemd watchdog every %lld ms", (long long)wd);
+        if (!*cfg->http_listen)
+                return 0;
+        if (!(d->http = http_start(cfg->http_listen, err, sizeof(err)))) {
+                log_error("dedupd", "%s", err);
+                return 2;
+        }
+        log_info("dedupd", "serving /metrics, /healthz and /readyz on http://%s", http_address(d->http));
+        return 0;
+}
+
 /* The database first: handlers' init() needs it, and a consumer must not
  * join the group before it can commit anything. Waits for it (a clean stop
  * still works meanwhile); 1: stopped while waiting. */
@@ -139,6 +177,7 @@ static int connect_store(struct daemon *d)
                         idle_tx_ms = cfg->topics[i].batch_timeout_ms * 2 + 30000;
         d->store = store_new(cfg->pg_conninfo, idle_tx_ms);
         while (store_connect(d->store, err, sizeof(err)) != STORE_OK) {
+                health_beat(log_now_ms()); /* alive, waiting: not ready */
                 if (stop_requested)
                         return 1;
                 if (log_ratelimit_ok(&rl, 1, 10000))
@@ -202,6 +241,7 @@ static int run(struct daemon *d)
 
 static void daemon_free(struct daemon *d)
 {
+        http_stop(d->http);
         if (d->src)
                 d->src->ops->destroy(d->src);
         runner_free(d->runner);
@@ -211,6 +251,8 @@ static void daemon_free(struct daemon *d)
         store_free(d->store);
         config_free(d->cfg);
         free(d->dlq_max_bytes);
+        health_free();
+        metrics_free();
 }
 
 int main(int argc, char **argv)
@@ -233,8 +275,9 @@ int main(int argc, char **argv)
         catch_signals();
         log_info("dedupd", "starting: namespace %s, %zu topic(s), config %s", d.cfg->namespace, d.cfg->topic_cnt,
                  path);
-        if ((rc = prepare(&d)) < 0)
+        if ((rc = start_ops(&d)) == 0 && (rc = prepare(&d)) < 0)
                 rc = stop_requested ? 0 : run(&d);
+        notify_stopping();
         if (rc == 0)
                 log_info("dedupd", "stopped cleanly");
         daemon_free(&d);

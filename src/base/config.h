@@ -108,6 +108,8 @@ struct config {
         int purge_batch;
         /* outbox: */
         int outbox_interval_ms;
+        char *http_listen;           /* "" : no endpoints */
+        int http_gauges_interval_ms; /* gauges read from the database */
         int outbox_batch;
 };
 

@@ -159,6 +159,15 @@ static const struct field outbox_fields[] = {
         {.name = NULL},
 };
 
+static const struct field http_fields[] = {
+        {.name = "listen", .type = F_STR, .off = COFF(http_listen), .def = "",
+         .desc = "Where /metrics (Prometheus), /healthz and /readyz are served, host:port (\"127.0.0.1:9400\"; port 0 "
+                 "picks one and logs it); empty: no endpoints"},
+        {.name = "gauges_interval_ms", .type = F_INT, .off = COFF(http_gauges_interval_ms), .def = "10000", .min = 1000,
+         .max = 3600000, .desc = "How often the gauges read from the database (PENDING keys, outbox backlog) are refreshed"},
+        {.name = NULL},
+};
+
 static const struct field postgres_fields[] = {
         {.name = "conninfo", .type = F_STR, .off = COFF(pg_conninfo), .required = 1, .secret = 1,
          .desc = "libpq connection string or URI; put the password in ${ENV} or ~/.pgpass (never logged)"},
@@ -184,5 +193,6 @@ const struct field config_top_fields[] = {
          .desc = "Named retention classes (design section 8); a topic names one with retention:"},
         {.name = "purge", .type = F_SECTION, .sub = purge_fields, .desc = "Deleting expired keys"},
         {.name = "outbox", .type = F_SECTION, .sub = outbox_fields, .desc = "The outbox relay"},
+        {.name = "http", .type = F_SECTION, .sub = http_fields, .desc = "Metrics and health endpoints"},
         {.name = NULL},
 };

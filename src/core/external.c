@@ -18,6 +18,7 @@
 #include "core/steps.h"
 #include "pg/store_external.h"
 #include "core/watchdog.h"
+#include "ops/metrics.h"
 #include "pg/offsets.h"
 
 #define REAP_INTERVAL_MS 5000
@@ -268,6 +269,7 @@ static enum pl_rc ext_pending(struct pl_topic *pt, struct pl_msg *m, const struc
                 return PL_RETRY;
         }
         ext.stats.taken_over++;
+        metrics_takeover(pt->t->name);
         if (strcmp(row->owner, me))
                 log_warn(mctx, "offset %lld: key %s: the lease of %s ran out at %s; taken over by compare-and-set "
                                "(attempt %d)",
@@ -480,6 +482,7 @@ void external_reap_tick(const struct config *cfg, struct store *s, int64_t now_m
                 if (!total)
                         continue;
                 ext.stats.expired_reaped += total;
+                metrics_expired(t->name, total);
                 snprintf(ctx, sizeof(ctx), "topic:%s", t->name);
                 log_warn(ctx,
                          "reaper: %zu PENDING key%s whose lease ran out more than %s ago marked EXPIRED "

@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "base/mem.h"
+#include "ops/metrics.h"
 #include "pg/attempts.h"
 
 /*
@@ -83,6 +84,7 @@ static int count_alone(struct pl_topic *pt, struct part_state *ps, struct pl_msg
         ps->counted_at = m->offset;
         ps->counted_single = 1;
         ps->had_attempts = 1;
+        metrics_quarantine(pt->t->name);
         int own = attempts - 1, crashes = inh + own;
         if (own >= 1 && crashes >= pt->t->retry_max_crashes && !m->dlq_reason)
                 m->dlq_reason = xasprintf("crashed or stalled dedupd %d time%s (%d in a batch, %d alone; crash loop; "

@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/fault.h"
 #include "base/log.h"
 #include "core/guard.h"
+#include "ops/metrics.h"
 
 struct pipeline {
         const struct config *cfg;
@@ -44,6 +46,7 @@ struct pipeline *pipeline_new(const struct config *cfg, struct store *store, str
                                         .handler = &pl->handlers[i], .stats = &pl->stats, .parts = &pl->parts,
                                         .outbox_pending = &pl->outbox_pending};
                 snprintf(pt->ctx, sizeof(pt->ctx), "topic:%s", t->name);
+                metrics_topic(t->name);
                 pl->modes[i] = t->mode == MODE_EXTERNAL ? &mode_external : &mode_transactional;
                 log_info("pipeline", "topic %s: handler %s loaded from %s (%s mode)", t->name,
                          pl->handlers[i].desc->name ? pl->handlers[i].desc->name : "?", t->handler_path,
@@ -74,13 +77,26 @@ void pipeline_set_watchdog(struct pipeline *pl, struct watchdog *w)
                 pl->topics[i].watchdog = w;
 }
 
+static double seconds_now(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg *const *msgs, size_t n,
                             size_t *taken, struct pl_commit *commits, size_t *ncommits, char *err, size_t errsz)
 {
         struct pl_topic *pt = &pl->topics[topic_idx];
         *taken = guard_batch_start(pt, msgs, n);
         fault_point("after_poll");
-        return pl->modes[topic_idx]->process(pt, msgs, *taken, commits, ncommits, err, errsz);
+        double t0 = seconds_now();
+        enum pl_rc rc = pl->modes[topic_idx]->process(pt, msgs, *taken, commits, ncommits, err, errsz);
+        if (rc == PL_OK)
+                metrics_batch(pt->t->name, *taken, seconds_now() - t0);
+        else
+                metrics_batch_retry(pt->t->name);
+        return rc;
 }
 
 const struct pl_stats *pipeline_stats(const struct pipeline *pl) { return &pl->stats; }

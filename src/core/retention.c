@@ -4,8 +4,10 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/log.h"
+#include "ops/metrics.h"
 #include "pg/store.h"
 
 /* The daemon purges at most this long per tick, then lets the consumer poll. */
@@ -65,6 +67,8 @@ void retention_tick(struct store *s, const struct config *cfg, int64_t now_ms)
         next_purge_ms = log_now_ms() + (st.more && !rc ? TICK_BUDGET_MS : cfg->purge_interval_ms);
         if (rc && log_ratelimit_ok(&purge_rl, 1, 60000))
                 log_warn("retention", "purge failed (retrying in %d ms): %s", cfg->purge_interval_ms, err);
+        if (!rc)
+                metrics_purge((uint64_t)st.keys, (uint64_t)st.responses, (double)time(NULL));
         if (st.keys || st.responses || st.progress_rows)
                 log_info("retention",
                          "purged %" PRId64 " expired key(s), %" PRId64 " response(s) past response_ttl, "

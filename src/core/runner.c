@@ -13,6 +13,10 @@
 #include "core/external.h"
 #include "core/relay.h"
 #include "core/retention.h"
+#include "ops/health.h"
+#include "ops/metrics.h"
+#include "ops/notify.h"
+#include "pg/gauges.h"
 #include "pg/offsets.h"
 
 #define POLL_SLICE_MS 100
@@ -22,6 +26,7 @@
 #define STUCK_FAILURES 5
 #define STUCK_MS 60000
 #define STUCK_REPORT_MS 60000
+#define HEALTH_INTERVAL_MS 100
 
 /*
  * Liveness. Nothing here waits inside a topic: the loop polls, and each
@@ -71,6 +76,7 @@ struct runner {
         struct log_ratelimit rl_db;
         int64_t last_stats_ms;
         struct pl_stats last_stats;
+        int64_t last_health_ms, last_gauges_ms;
 };
 
 /* ---- buffers ------------------------------------------------------------- */
@@ -265,12 +271,26 @@ static void on_revoked(void *opaque, const struct pl_part *parts, size_t n)
         log_info("runner", "%zu partitions revoked", parts ? n : r->part_cnt);
         purge(r, parts, n);
         for (size_t i = 0; i < r->part_cnt; i++)
-                if (!parts || part_listed(parts, n, r->parts[i].topic_idx, r->parts[i].partition))
+                if (!parts || part_listed(parts, n, r->parts[i].topic_idx, r->parts[i].partition)) {
                         pipeline_forget(r->pl, r->parts[i].topic_idx, r->parts[i].partition);
+                        metrics_lag(r->cfg->topics[r->parts[i].topic_idx].name, r->parts[i].partition, -1);
+                }
         parts_remove(r, parts, n);
+        if (parts && r->part_cnt) /* an incremental revoke: still in the group */
+                health_assigned(r->part_cnt);
+        else
+                health_unassigned();
 }
 
-static void on_settled(void *opaque) { apply_pauses(opaque); }
+static void on_settled(void *opaque)
+{
+        struct runner *r = opaque;
+        char status[96];
+        apply_pauses(r);
+        health_assigned(r->part_cnt);
+        snprintf(status, sizeof(status), "in the group, %zu partition(s) assigned", r->part_cnt);
+        notify_ready(status); /* systemd: started, after the first assignment */
+}
 
 struct source_events runner_events(struct runner *r)
 {
@@ -443,15 +463,48 @@ static void log_stats(struct runner *r)
 }
 
 /* Between batches: the outbox relay, purge, the reaper and the stats line. */
+/* What /healthz and /readyz answer, every HEALTH_INTERVAL_MS. */
+static void publish_health(struct runner *r, int64_t now)
+{
+        if (now - r->last_health_ms < HEALTH_INTERVAL_MS)
+                return;
+        r->last_health_ms = now;
+        health_beat(now);
+        notify_watchdog(now);
+        health_db(!r->db_down);
+        for (size_t t = 0; t < r->cfg->topic_cnt; t++) {
+                const struct tbuf *b = &r->bufs[t];
+                health_stuck(t, b->failures >= STUCK_FAILURES || (b->failures && now - b->failing_since >= STUCK_MS));
+        }
+}
+
+/* The gauges read from the database, every http.gauges_interval_ms when served. */
+static void read_gauges(struct runner *r, int64_t now)
+{
+        struct store_gauges g;
+        char err[512];
+        if (!*r->cfg->http_listen || now - r->last_gauges_ms < r->cfg->http_gauges_interval_ms || !store_idle(r->store))
+                return;
+        r->last_gauges_ms = now;
+        if (store_read_gauges(r->store, r->cfg->namespace, &g, err, sizeof(err)) == STORE_OK) {
+                metrics_pending((uint64_t)g.pending, g.pending_oldest_s);
+                metrics_outbox_backlog((uint64_t)g.outbox_unsent);
+        } else {
+                log_debug("runner", "reading the gauges: %s", err);
+        }
+}
+
 static void housekeeping(struct runner *r, int64_t now)
 {
         if (now - r->last_stats_ms >= STATS_INTERVAL_MS)
                 log_stats(r);
+        publish_health(r, now);
         if (r->db_down)
                 return;
         relay(r, pipeline_take_outbox(r->pl) > 0);
         retention_tick(r->store, r->cfg, log_now_ms()); /* every purge.interval_ms */
         external_reap_tick(r->cfg, r->store, now);
+        read_gauges(r, now);
 }
 
 /* How long the next poll may wait: until the first batch or reconnection is

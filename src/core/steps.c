@@ -13,6 +13,7 @@
 #include "base/fault.h"
 #include "base/hex.h"
 #include "base/keyspec.h"
+#include "ops/metrics.h"
 #include "base/log.h"
 #include "pg/attempts.h"
 
@@ -101,6 +102,15 @@ enum mismatch_verdict step_mismatch(struct pl_topic *pt, struct pl_msg *m, const
         return MISMATCH_LETTER;
 }
 
+static void count_outcomes(const char *topic, const struct store_progress *p)
+{
+        metrics_messages(topic, "applied", (uint64_t)p->applied);
+        metrics_messages(topic, "rejected", (uint64_t)p->rejected);
+        metrics_messages(topic, "duplicate", (uint64_t)p->duplicates);
+        metrics_messages(topic, "dead_lettered", (uint64_t)p->dead_lettered);
+        metrics_mismatches(topic, (uint64_t)p->mismatches);
+}
+
 size_t step_committed(struct pl_topic *pt, const struct store_progress *prog, size_t nprog,
                       struct pl_commit *commits)
 {
@@ -111,6 +121,7 @@ size_t step_committed(struct pl_topic *pt, const struct store_progress *prog, si
                 pt->stats->duplicates += (uint64_t)prog[i].duplicates;
                 pt->stats->dead_lettered += (uint64_t)prog[i].dead_lettered;
                 pt->stats->mismatches += (uint64_t)prog[i].mismatches;
+                count_outcomes(pt->t->name, &prog[i]);
                 struct part_state *ps = part_state(pt->parts, pt->topic_idx, prog[i].partition);
                 ps->verified_next = prog[i].next_offset;
                 if (ps->counted_at >= 0 && ps->counted_at < prog[i].next_offset)

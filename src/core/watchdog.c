@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "ops/notify.h"
 
 #define WATCHDOG_TICK_MS 50
 #define EXIT_STALLED 4
@@ -44,6 +45,10 @@ static void *watch(void *arg)
                 if (!w->armed)
                         continue;
                 int64_t now = log_now_ms(), ran = now - w->started_ms;
+                /* systemd's watchdog is kept fed while the batch is within its
+                 * own timeout; a batch past it stops the pings. */
+                if (!w->cancelled_ms && ran <= w->timeout_ms)
+                        notify_watchdog(now);
                 if (!w->cancelled_ms && ran > w->timeout_ms) {
                         char err[256];
                         log_error("watchdog", "%s still running after %lld ms (batch.timeout_ms %d): "

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "ops/metrics.h"
 
 struct store {
         PGconn *conn;
@@ -73,6 +74,7 @@ static const struct {
 enum store_rc store_classify(PGconn *conn, const PGresult *res)
 {
         const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+        metrics_db_error(state);
         if (!conn || PQstatus(conn) != CONNECTION_OK)
                 return STORE_CONN;
         if (!state)

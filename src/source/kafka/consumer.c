@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "source/kafka/client.h"
+#include "source/kafka/stats.h"
 
 struct kafka_source {
         struct source base; /* first: a struct source * is a struct kafka_source * */
@@ -281,7 +282,9 @@ static rd_kafka_conf_t *consumer_conf(const struct config *cfg, char *err, size_
             (!kafka_user_set(cfg, "auto.offset.reset") &&
              rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, errsz)) ||
             (!kafka_user_set(cfg, "enable.auto.commit") &&
-             rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, errsz))) {
+             rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, errsz)) ||
+            (*cfg->http_listen && !kafka_user_set(cfg, "statistics.interval.ms") &&
+             rd_kafka_conf_set(conf, "statistics.interval.ms", KAFKA_STATS_INTERVAL_MS, err, errsz))) {
                 rd_kafka_conf_destroy(conf);
                 return NULL;
         }
@@ -313,6 +316,7 @@ struct source *kafka_source_new(const struct config *cfg, struct source_events e
         rd_kafka_conf_set_opaque(conf, k);
         rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
         rd_kafka_conf_set_error_cb(conf, error_cb);
+        rd_kafka_conf_set_stats_cb(conf, kafka_stats_cb); /* consumer lag, for the metrics */
         if (!(k->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, errsz))) {
                 rd_kafka_conf_destroy(conf);
                 goto error;

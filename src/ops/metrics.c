@@ -1,0 +1,198 @@
+/* metrics: what dedupd counts for its operators — every metric's name, help and labels in one place. */
+#include "ops/metrics.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ops/registry.h"
+
+#define SECONDS_BUCKETS .buckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}, .nbuckets = 13
+#define SIZE_BUCKETS .buckets = {1, 5, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10000}, .nbuckets = 11
+
+enum family {
+        BUILD_INFO,
+        MESSAGES,
+        MISMATCHES,
+        BATCH_MESSAGES,
+        BATCH_SECONDS,
+        BATCH_RETRIES,
+        DB_ERRORS,
+        LAG,
+        QUARANTINES,
+        TAKEOVERS,
+        EXPIRED,
+        OUTBOX_BACKLOG,
+        PURGED_KEYS,
+        PURGED_RESPONSES,
+        PURGE_LAST,
+        PENDING,
+        PENDING_AGE,
+        READY,
+        FAMILIES
+};
+
+static const struct metric_def defs[FAMILIES] = {
+        [BUILD_INFO] = {.name = "dedupd_build_info", .type = METRIC_GAUGE,
+                       .help = "dedupd's version, handler ABI and the libraries it runs on",
+                       .labels = {"version", "handler_abi", "librdkafka", "libpq"}},
+        [MESSAGES] = {.name = "dedupd_messages_total", .type = METRIC_COUNTER,
+                       .help = "Messages in committed batches, by outcome: applied (the effect ran), duplicate (absorbed, the first "
+                               "outcome kept), rejected (the handler said no, recorded), dead_lettered",
+                       .labels = {"topic", "outcome"}},
+        [MISMATCHES] = {.name = "dedupd_fingerprint_mismatches_total", .type = METRIC_COUNTER,
+                       .help = "Messages whose key was seen with another payload (absorbed or dead-lettered)",
+                       .labels = {"topic"}},
+        [BATCH_MESSAGES] = {.name = "dedupd_batch_messages", .type = METRIC_HISTOGRAM,
+                       .help = "Messages per committed batch",
+                       .labels = {"topic"}, SIZE_BUCKETS},
+        [BATCH_SECONDS] = {.name = "dedupd_batch_duration_seconds", .type = METRIC_HISTOGRAM,
+                       .help = "Time from a batch's BEGIN to its COMMIT (the handler included)",
+                       .labels = {"topic"}, SECONDS_BUCKETS},
+        [BATCH_RETRIES] = {.name = "dedupd_batch_retries_total", .type = METRIC_COUNTER,
+                       .help = "Batches rolled back to be retried",
+                       .labels = {"topic"}},
+        [DB_ERRORS] = {.name = "dedupd_db_errors_total", .type = METRIC_COUNTER,
+                       .help = "Failed database statements, by SQLSTATE class (none: no SQLSTATE, e.g. the connection is gone)",
+                       .labels = {"class"}},
+        [LAG] = {.name = "dedupd_consumer_lag", .type = METRIC_GAUGE,
+                       .help = "Messages of a partition not yet committed (librdkafka's consumer_lag)",
+                       .labels = {"topic", "partition"}},
+        [QUARANTINES] = {.name = "dedupd_quarantines_total", .type = METRIC_COUNTER,
+                       .help = "Messages the crash-loop guard ran alone after the process died while they were in flight",
+                       .labels = {"topic"}},
+        [TAKEOVERS] = {.name = "dedupd_lease_takeovers_total", .type = METRIC_COUNTER,
+                       .help = "External mode: PENDING keys taken over after their owner's lease expired",
+                       .labels = {"topic"}},
+        [EXPIRED] = {.name = "dedupd_keys_expired_total", .type = METRIC_COUNTER,
+                       .help = "External mode: PENDING keys the reaper marked EXPIRED",
+                       .labels = {"topic"}},
+        [OUTBOX_BACKLOG] = {.name = "dedupd_outbox_backlog", .type = METRIC_GAUGE,
+                       .help = "Outbox rows committed but not yet published"},
+        [PURGED_KEYS] = {.name = "dedupd_purged_keys_total", .type = METRIC_COUNTER,
+                       .help = "Expired keys deleted by purge"},
+        [PURGED_RESPONSES] = {.name = "dedupd_purged_responses_total", .type = METRIC_COUNTER,
+                       .help = "Responses cleared after their response_ttl"},
+        [PURGE_LAST] = {.name = "dedupd_purge_last_run_timestamp_seconds", .type = METRIC_GAUGE,
+                       .help = "When the last purge run finished (Unix time)"},
+        [PENDING] = {.name = "dedupd_pending_keys", .type = METRIC_GAUGE,
+                       .help = "Keys in PENDING (external mode: effects in flight)"},
+        [PENDING_AGE] = {.name = "dedupd_pending_oldest_age_seconds", .type = METRIC_GAUGE,
+                       .help = "Age of the oldest PENDING key"},
+        [READY] = {.name = "dedupd_ready", .type = METRIC_GAUGE,
+                       .help = "1 when the instance is ready (as /readyz answers), else 0"},
+};
+
+static struct registry *reg;
+static struct metric *fam[FAMILIES];
+
+void metrics_init(void)
+{
+        if (reg)
+                return;
+        reg = registry_new();
+        for (size_t i = 0; i < FAMILIES; i++) {
+                fam[i] = registry_add(reg, &defs[i]);
+                if (!defs[i].labels[0] && i != PURGE_LAST && i != PENDING_AGE)
+                        metric_set(fam[i], NULL, 0); /* exists from the first scrape */
+        }
+}
+
+void metrics_free(void)
+{
+        registry_free(reg);
+        reg = NULL;
+        memset(fam, 0, sizeof(fam));
+}
+
+char *metrics_render(void) { return reg ? registry_render(reg) : NULL; }
+
+static void inc(enum family f, const char *const *labels, double by)
+{
+        if (reg && by != 0)
+                metric_inc(fam[f], labels, by);
+}
+
+static void set(enum family f, const char *const *labels, double v)
+{
+        if (reg)
+                metric_set(fam[f], labels, v);
+}
+
+void metrics_build_info(const char *version, const char *handler_abi, const char *librdkafka, const char *libpq)
+{
+        set(BUILD_INFO, (const char *const[]){version, handler_abi, librdkafka, libpq}, 1);
+}
+
+static const char *const outcomes[] = {"applied", "duplicate", "rejected", "dead_lettered"};
+
+void metrics_topic(const char *topic)
+{
+        if (!reg)
+                return;
+        for (size_t i = 0; i < sizeof(outcomes) / sizeof(*outcomes); i++)
+                metric_inc(fam[MESSAGES], (const char *const[]){topic, outcomes[i]}, 0);
+        static const enum family per_topic[] = {MISMATCHES, BATCH_RETRIES, QUARANTINES, TAKEOVERS, EXPIRED};
+        for (size_t i = 0; i < sizeof(per_topic) / sizeof(*per_topic); i++)
+                metric_inc(fam[per_topic[i]], (const char *const[]){topic}, 0);
+}
+
+void metrics_messages(const char *topic, const char *outcome, uint64_t n)
+{
+        inc(MESSAGES, (const char *const[]){topic, outcome}, (double)n);
+}
+
+void metrics_mismatches(const char *topic, uint64_t n) { inc(MISMATCHES, (const char *const[]){topic}, (double)n); }
+
+void metrics_batch(const char *topic, size_t messages, double seconds)
+{
+        if (!reg)
+                return;
+        metric_observe(fam[BATCH_MESSAGES], (const char *const[]){topic}, (double)messages);
+        metric_observe(fam[BATCH_SECONDS], (const char *const[]){topic}, seconds);
+}
+
+void metrics_batch_retry(const char *topic) { inc(BATCH_RETRIES, (const char *const[]){topic}, 1); }
+
+void metrics_db_error(const char *sqlstate)
+{
+        char cls[3] = "";
+        if (sqlstate && strlen(sqlstate) >= 2)
+                snprintf(cls, sizeof(cls), "%.2s", sqlstate);
+        inc(DB_ERRORS, (const char *const[]){cls[0] ? cls : "none"}, 1);
+}
+
+void metrics_lag(const char *topic, int32_t partition, int64_t lag)
+{
+        char part[16];
+        if (!reg)
+                return;
+        snprintf(part, sizeof(part), "%" PRId32, partition);
+        if (lag < 0)
+                metric_forget(fam[LAG], (const char *const[]){topic, part});
+        else
+                metric_set(fam[LAG], (const char *const[]){topic, part}, (double)lag);
+}
+
+void metrics_quarantine(const char *topic) { inc(QUARANTINES, (const char *const[]){topic}, 1); }
+
+void metrics_takeover(const char *topic) { inc(TAKEOVERS, (const char *const[]){topic}, 1); }
+
+void metrics_expired(const char *topic, uint64_t n) { inc(EXPIRED, (const char *const[]){topic}, (double)n); }
+
+void metrics_outbox_backlog(uint64_t rows) { set(OUTBOX_BACKLOG, NULL, (double)rows); }
+
+void metrics_purge(uint64_t keys, uint64_t responses, double unix_time)
+{
+        inc(PURGED_KEYS, NULL, (double)keys);
+        inc(PURGED_RESPONSES, NULL, (double)responses);
+        set(PURGE_LAST, NULL, unix_time);
+}
+
+void metrics_pending(uint64_t keys, double oldest_age)
+{
+        set(PENDING, NULL, (double)keys);
+        set(PENDING_AGE, NULL, oldest_age);
+}
+
+void metrics_ready(int ready) { set(READY, NULL, ready ? 1 : 0); }

@@ -1,0 +1,44 @@
+/* metrics: what dedupd counts for its operators — every metric's name, help and labels in one place. */
+#ifndef DEDUPD_OPS_METRICS_H
+#define DEDUPD_OPS_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/** Start counting (the daemon does; elsewhere every update is a no-op). */
+void metrics_init(void);
+void metrics_free(void);
+/** The exposition text (a new string; free it), or NULL before metrics_init. */
+char *metrics_render(void);
+
+/** dedupd_build_info: the versions, as labels of a constant 1. */
+void metrics_build_info(const char *version, const char *handler_abi, const char *librdkafka, const char *libpq);
+
+/** The series of a topic, at zero until something happens (so rates work from the start). */
+void metrics_topic(const char *topic);
+/** A committed batch: its messages by outcome ("applied", "duplicate", "rejected", "dead_lettered"). */
+void metrics_messages(const char *topic, const char *outcome, uint64_t n);
+void metrics_mismatches(const char *topic, uint64_t n);
+/** A committed batch's size and the seconds from BEGIN to COMMIT. */
+void metrics_batch(const char *topic, size_t messages, double seconds);
+/** A batch rolled back, to be retried. */
+void metrics_batch_retry(const char *topic);
+/** A failed statement or connection: the SQLSTATE's class ("08", "40", ...; "none" without one). */
+void metrics_db_error(const char *sqlstate);
+/** Consumer lag of a partition; lag < 0 forgets the partition (revoked). */
+void metrics_lag(const char *topic, int32_t partition, int64_t lag);
+/** The crash-loop guard ran a message alone. */
+void metrics_quarantine(const char *topic);
+/** External mode: a lease taken over from an owner that did not finish; keys the reaper expired. */
+void metrics_takeover(const char *topic);
+void metrics_expired(const char *topic, uint64_t n);
+/** Rows in the outbox not yet published. */
+void metrics_outbox_backlog(uint64_t rows);
+/** A purge run: keys deleted and responses cleared; the time it finished. */
+void metrics_purge(uint64_t keys, uint64_t responses, double unix_time);
+/** PENDING keys (external mode) and the age of the oldest, in seconds. */
+void metrics_pending(uint64_t keys, double oldest_age);
+/** Whether the instance is ready (as /readyz says). */
+void metrics_ready(int ready);
+
+#endif

@@ -1,0 +1,19 @@
+/* gauges: what the operator's gauges read from the database — PENDING keys and the outbox backlog. */
+#ifndef DEDUPD_PG_GAUGES_H
+#define DEDUPD_PG_GAUGES_H
+
+#include <stdint.h>
+
+#include "pg/store.h"
+
+struct store_gauges {
+        int64_t pending;          /* keys in PENDING */
+        double pending_oldest_s;  /* age of the oldest, 0 when none */
+        int64_t outbox_unsent;    /* outbox rows not yet published */
+};
+
+/** One statement, by the partial indexes on PENDING keys and unsent outbox rows. */
+enum store_rc store_read_gauges(struct store *s, const char *ns, struct store_gauges *g, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
+
+#endif
