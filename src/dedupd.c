@@ -27,12 +27,18 @@
 #include "ops/metrics.h"
 #include "ops/notify.h"
 
-static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t stop_requested, reload_requested;
 static int shutdown_timeout_s = 10;
 
 /* Only sets a flag; the main loop does the work. A second signal is the
  * operator insisting: leave now (nothing uncommitted is acknowledged, so
  * nothing is lost). */
+static void on_hup(int sig)
+{
+        (void)sig;
+        reload_requested = 1;
+}
+
 static void on_signal(int sig)
 {
         if (sig == SIGALRM)
@@ -61,7 +67,9 @@ static void usage(FILE *fp)
                 "\n"
                 "Signals: SIGTERM/SIGINT finish or roll back the batch in flight, commit what is\n"
                 "committed, leave the group and exit 0 (within shutdown_timeout_ms; exit 3 when it\n"
-                "is exceeded). A second signal exits at once.\n"
+                "is exceeded). A second signal exits at once. SIGHUP reads the file again and\n"
+                "applies the settings marked [reloads on SIGHUP] in --help-config (log level,\n"
+                "batch limits, purge schedule) without leaving the group; a bad file changes nothing.\n"
                 "\n"
                 "Exit codes: 0 clean stop, 1 runtime failure, 2 bad usage or configuration,\n"
                 "3 shutdown timeout, 4 a batch stalled past batch.timeout_ms (the watchdog ended it).\n"
@@ -79,6 +87,7 @@ struct daemon {
         struct runner *runner;
         struct source *src;
         struct http *http;
+        const char *cli_level; /* -l: wins over log_level, also after a reload */
 };
 
 /* The arguments; returns -1 to go on, else the exit code. */
@@ -124,6 +133,8 @@ static void catch_signals(void)
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGALRM, &sa, NULL);
+        sa.sa_handler = on_hup;
+        sigaction(SIGHUP, &sa, NULL);
         signal(SIGPIPE, SIG_IGN);
 }
 
@@ -223,11 +234,34 @@ static int prepare(struct daemon *d)
         return -1;
 }
 
+/* SIGHUP, between batches: the file again; what reloads is applied, a bad
+ * file changes nothing. */
+static void reload_config(void *opaque)
+{
+        struct daemon *d = opaque;
+        struct config_errors errs = {0};
+        char applied[2048], restart[2048];
+        notify_reloading();
+        if (config_reload(d->cfg, d->cfg->path, &errs, applied, sizeof(applied), restart, sizeof(restart))) {
+                for (size_t i = 0; i < errs.cnt; i++)
+                        log_error("reload", "%s", errs.msgs[i]);
+                log_error("reload", "SIGHUP: %s refused, the running configuration stays", d->cfg->path);
+        } else {
+                log_set_level(d->cli_level ? log_level_parse(d->cli_level) : d->cfg->log_level);
+                log_warn("reload", "SIGHUP: %s reloaded: %s", d->cfg->path, applied[0] ? applied : "nothing changed");
+                if (restart[0])
+                        log_warn("reload", "changed, but only a restart applies it: %s", restart);
+        }
+        config_errors_clear(&errs);
+        notify_ready("configuration reloaded");
+}
+
 /* Join the group and run until a signal; the exit code. */
 static int run(struct daemon *d)
 {
         char err[1024];
         d->runner = runner_new(d->cfg, d->store, d->pl, producer_sink(d->producer));
+        runner_on_reload(d->runner, &reload_requested, reload_config, d);
         if (!(d->src = kafka_source_new(d->cfg, runner_events(d->runner), err, sizeof(err)))) {
                 log_error("dedupd", "Kafka consumer: %s", err);
                 return 1;
@@ -271,6 +305,7 @@ int main(int argc, char **argv)
                 return 2;
         }
         log_set_level(level ? log_level_parse(level) : d.cfg->log_level);
+        d.cli_level = level;
         shutdown_timeout_s = (d.cfg->shutdown_timeout_ms + 999) / 1000;
         catch_signals();
         log_info("dedupd", "starting: namespace %s, %zu topic(s), config %s", d.cfg->namespace, d.cfg->topic_cnt,

@@ -759,9 +759,10 @@ static void print_fields(FILE *fp, const struct field *fields, const char *prefi
         for (const struct field *f = fields; f->name; f++) {
                 char path[256], list[256];
                 snprintf(path, sizeof(path), "%s%s", prefix, f->name);
-                fprintf(fp, "  %-48s %-8s %-13s %s%s%s%s\n", path, types[f->type],
+                fprintf(fp, "  %-48s %-8s %-13s %s%s%s%s%s\n", path, types[f->type],
                         f->required ? "required" : (f->def ? f->def : "-"), f->desc, f->names ? " (one of: " : "",
-                        f->names ? enum_list(f->names, list, sizeof(list)) : "", f->names ? ")" : "");
+                        f->names ? enum_list(f->names, list, sizeof(list)) : "", f->names ? ")" : "",
+                        f->reload ? " [reloads on SIGHUP]" : "");
                 if (f->type == F_SECTION || f->type == F_TOPICS || f->type == F_CLASSES) {
                         char sub[256];
                         snprintf(sub, sizeof(sub), "%s%s", path,

@@ -108,9 +108,10 @@ struct config {
         int purge_batch;
         /* outbox: */
         int outbox_interval_ms;
+        int outbox_batch;
+        /* http: */
         char *http_listen;           /* "" : no endpoints */
         int http_gauges_interval_ms; /* gauges read from the database */
-        int outbox_batch;
 };
 
 /** "1d 2h 3m 4s 5ms" (the largest units only) into buf. */
@@ -143,6 +144,15 @@ struct config *config_load_string(const char *name, const char *yaml,
         __attribute__((warn_unused_result));
 
 void config_free(struct config *cfg);
+
+/**
+ * SIGHUP: read path again and apply, in place, the settings whose rows
+ * reload (dedupd --help-config marks them). applied lists what changed
+ * ("log_level info -> debug"), restart what changed but waits for a
+ * restart. Returns 0, or -1 with errs (live untouched).
+ */
+int config_reload(struct config *live, const char *path, struct config_errors *errs, char *applied, size_t asz,
+                  char *restart, size_t rsz) __attribute__((warn_unused_result));
 
 /** Every setting as it is in effect (defaults filled, ${VARS} replaced),
  *  one "key: value" line each; secrets are shown as "(set, not shown)". */

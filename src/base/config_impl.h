@@ -37,6 +37,7 @@ struct field {
         const struct enum_name *names;  /* F_ENUM: NULL-terminated */
         int (*check)(const char *v, char *err, size_t errsz); /* F_STR: more than a type */
         int secret;                     /* never printed (config_dump) */
+        int reload;                     /* SIGHUP applies a new value without a restart */
         const char *desc;
 };
 

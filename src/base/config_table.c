@@ -42,10 +42,12 @@ static const struct field handler_fields[] = {
 
 static const struct field batch_fields[] = {
         {.name = "max_messages", .type = F_INT, .off = TOFF(batch_max_messages), .def = "500", .min = 1, .max = 100000,
+         .reload = 1,
          .desc = "Most messages in one batch (one PostgreSQL transaction)"},
         {.name = "max_wait_ms", .type = F_INT, .off = TOFF(batch_max_wait_ms), .def = "100", .min = 0, .max = 60000,
+         .reload = 1,
          .desc = "Longest time a batch waits to fill before it is processed"},
-        {.name = "adaptive", .type = F_BOOL, .off = TOFF(batch_adaptive), .def = "true",
+        {.name = "adaptive", .type = F_BOOL, .off = TOFF(batch_adaptive), .def = "true", .reload = 1,
          .desc = "Process a partial batch as soon as the consumer has nothing more queued, so at low rates "
                  "a message does not wait max_wait_ms for others; false waits for a full batch or max_wait_ms"},
         {.name = "timeout_ms", .type = F_INT, .off = TOFF(batch_timeout_ms), .def = "30000", .min = 100, .max = 3600000,
@@ -145,8 +147,9 @@ const struct field config_class_fields[] = {
 
 static const struct field purge_fields[] = {
         {.name = "interval_ms", .type = F_INT, .off = COFF(purge_interval_ms), .def = "60000", .min = 0, .max = 86400000,
+         .reload = 1,
          .desc = "How often the daemon purges expired keys (0: never; use dedupctl purge)"},
-        {.name = "batch", .type = F_INT, .off = COFF(purge_batch), .def = "1000", .min = 1, .max = 100000,
+        {.name = "batch", .type = F_INT, .off = COFF(purge_batch), .def = "1000", .min = 1, .max = 100000, .reload = 1,
          .desc = "Keys deleted per statement: small batches keep locks short"},
         {.name = NULL},
 };
@@ -180,7 +183,7 @@ const struct field config_top_fields[] = {
         {.name = "namespace", .type = F_STR, .off = COFF(namespace), .required = 1,
          .desc = "Dedup scope: the service's name. Not the consumer group, which changes with a blue/green deploy "
                  "while the dedup record must not"},
-        {.name = "log_level", .type = F_ENUM, .off = COFF(log_level), .def = "info", .names = log_levels,
+        {.name = "log_level", .type = F_ENUM, .off = COFF(log_level), .def = "info", .names = log_levels, .reload = 1,
          .desc = "error, warn, info or debug"},
         {.name = "shutdown_timeout_ms", .type = F_INT, .off = COFF(shutdown_timeout_ms), .def = "10000", .min = 0,
          .max = 600000, .desc = "Longest a clean shutdown may take before dedupd exits anyway"},

@@ -77,6 +77,9 @@ struct runner {
         int64_t last_stats_ms;
         struct pl_stats last_stats;
         int64_t last_health_ms, last_gauges_ms;
+        volatile sig_atomic_t *reload_flag; /* SIGHUP */
+        void (*reload_cb)(void *opaque);
+        void *reload_opaque;
 };
 
 /* ---- buffers ------------------------------------------------------------- */
@@ -541,6 +544,22 @@ struct runner *runner_new(const struct config *cfg, struct store *store, struct 
         return r;
 }
 
+void runner_on_reload(struct runner *r, volatile sig_atomic_t *flag, void (*cb)(void *opaque), void *opaque)
+{
+        r->reload_flag = flag;
+        r->reload_cb = cb;
+        r->reload_opaque = opaque;
+}
+
+/* A reload waits for the loop, between batches: the settings it changes are read there. */
+static void reload(struct runner *r)
+{
+        if (!r->reload_flag || !*r->reload_flag)
+                return;
+        *r->reload_flag = 0;
+        r->reload_cb(r->reload_opaque);
+}
+
 void runner_free(struct runner *r)
 {
         if (!r)
@@ -571,6 +590,7 @@ int runner_run(struct runner *r, struct source *src, volatile sig_atomic_t *stop
                         if (batch_due_at(r, t) <= now)
                                 run_batch(r, t, stop);
                 housekeeping(r, now);
+                reload(r);
         }
         log_stats(r);
         pipeline_stop(r->pl);

@@ -19,6 +19,9 @@ void runner_free(struct runner *r);
 /** What the source must tell this runner (assignments, revocations). */
 struct source_events runner_events(struct runner *r);
 
+/** Between batches, when *flag is set: clear it and call cb (SIGHUP's reload). */
+void runner_on_reload(struct runner *r, volatile sig_atomic_t *flag, void (*cb)(void *opaque), void *opaque);
+
 /**
  * Run on src until *stop becomes non-zero. The batch in flight is finished
  * (or rolled back), committed work is acknowledged, the source is closed.
