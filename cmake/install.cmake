@@ -4,12 +4,15 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-# Relative to the prefix; on Debian with prefix /usr, CMAKE_INSTALL_LIBDIR is lib/<triplet>.
-set(DEDUPD_HANDLER_DIR ${CMAKE_INSTALL_LIBDIR}/dedupd)
-set(DEDUPD_HANDLER_FULL_DIR ${CMAKE_INSTALL_FULL_LIBDIR}/dedupd)
-# systemd looks in <prefix>/lib/systemd/system for /usr and /usr/local, never in a multiarch dir.
-set(DEDUPD_SYSTEMD_UNIT_DIR lib/systemd/system CACHE STRING "Where the systemd unit goes, relative to the prefix")
-set(DEDUPD_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/dedupd)
+# lib/, not GNUInstallDirs' lib/<triplet> (Debian, prefix /usr): the handler
+# directory is named in configs and docs, so it is one path whatever the
+# prefix; pkg-config and find_package search <prefix>/lib too, and systemd
+# looks for units in <prefix>/lib/systemd/system, never in a multiarch dir.
+set(DEDUPD_LIBDIR lib)
+set(DEDUPD_HANDLER_DIR ${DEDUPD_LIBDIR}/dedupd)
+set(DEDUPD_HANDLER_FULL_DIR ${CMAKE_INSTALL_PREFIX}/${DEDUPD_HANDLER_DIR})
+set(DEDUPD_SYSTEMD_UNIT_DIR ${DEDUPD_LIBDIR}/systemd/system CACHE STRING "Where the systemd unit goes, relative to the prefix")
+set(DEDUPD_CMAKE_DIR ${DEDUPD_LIBDIR}/cmake/dedupd)
 
 # The ABI the header declares, read from the header: one place says it.
 file(STRINGS include/dedupd/handler.h _abi REGEX "^#define DEDUPD_HANDLER_ABI_MAJOR [0-9]+$")
@@ -40,7 +43,7 @@ install(FILES ${CMAKE_BINARY_DIR}/dedupdConfig.cmake ${CMAKE_BINARY_DIR}/dedupdC
   DESTINATION ${DEDUPD_CMAKE_DIR})
 
 configure_file(cmake/dedupd-handler.pc.in ${CMAKE_BINARY_DIR}/dedupd-handler.pc @ONLY)
-install(FILES ${CMAKE_BINARY_DIR}/dedupd-handler.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${CMAKE_BINARY_DIR}/dedupd-handler.pc DESTINATION ${DEDUPD_LIBDIR}/pkgconfig)
 
 configure_file(config/dedupd.service.in ${CMAKE_BINARY_DIR}/dedupd.service @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/dedupd.service DESTINATION ${DEDUPD_SYSTEMD_UNIT_DIR})
