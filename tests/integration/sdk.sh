@@ -95,9 +95,14 @@ else
         log "note: this build has no http.listen yet; the example keeps it commented out"
 fi
 
-# The example shows every setting of --help-config, each with its default.
+# The example shows every setting of --help-config, each with its default
+# (read from its column: a "" default leaves it blank).
 missing=()
-while read -r key type def _; do
+while IFS= read -r row; do
+        read -r key type _ <<<"$row"
+        def=${row:60}
+        def=${def%% *}
+        [[ -n $def ]] || def=-
         leaf=${key##*.}
         if [[ $def == required || $def == - || $type =~ ^(section|list|map|tree)$ ]]; then
                 re="^[# -]*${leaf}:( |$)"
