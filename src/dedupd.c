@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <librdkafka/rdkafka.h>
+
 #include "base/config.h"
 
 #include "base/mem.h"

@@ -11,4 +11,7 @@
  */
 void version_print(FILE *fp, const char *program);
 
+/** libpq's runtime version as PostgreSQL names its releases ("15.18", "9.6.24"). */
+const char *version_libpq(char *buf, size_t size);
+
 #endif
