@@ -62,7 +62,7 @@ log "ok: DEDUPD_FAULT kills the test build and is ignored by the installed one"
 # (systemd-analyze prints unknown or misspelled settings without failing).
 UNIT=$P/lib/systemd/system/dedupd.service
 for want in "Type=notify" "NotifyAccess=main" "ExecStart=$P/bin/dedupd -c /etc/dedupd/dedupd.yaml" \
-        'ExecReload=/bin/kill -HUP $MAINPID' "WatchdogSec=30s" "Restart=on-failure" "User=dedupd" \
+        'ExecReload=/bin/kill -HUP $MAINPID' "WatchdogSec=60s" "Restart=on-failure" "User=dedupd" \
         "Environment=DEDUPD_HANDLER_DIR=$HDIR" "ProtectSystem=strict" "NoNewPrivileges=yes" "PrivateTmp=yes"; do
         grep -qxF "$want" "$UNIT" || fail "the installed unit lacks the line: $want"
 done
