@@ -10,6 +10,7 @@
 #include "base/lint.h"
 #include "core/loader.h"
 #include "base/log.h"
+#include "base/version.h"
 #include "tools/replay.h"
 #include "core/retention.h"
 #include "tools/plan.h"
@@ -60,6 +61,7 @@ static void usage(FILE *fp)
                 "                         doubt, counters (and since TIME), lag per partition; exit 1\n"
                 "                         listing every anomaly with its key and origin\n"
                 "  help-config            every configuration key with its default\n"
+                "  -V, --version          versions: dedupctl, handler ABI, librdkafka, libpq\n"
                 "\n"
                 "TIME: ISO-8601 with a zone (2026-11-29T20:00:00Z, 2026-11-29T21:00:00+01:00) or epoch\n"
                 "milliseconds.\n"
@@ -593,6 +595,10 @@ int main(int argc, char **argv)
         }
         if (!strcmp(argv[1], "help-config")) {
                 config_print_reference(stdout);
+                return 0;
+        }
+        if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+                version_print(stdout, "dedupctl");
                 return 0;
         }
         for (id = 0; id < CMD_CNT && strcmp(argv[1], cmd_names[id]); id++)

@@ -16,6 +16,7 @@
 #include "base/lint.h"
 #include "source/kafka/producer.h"
 #include "base/log.h"
+#include "base/version.h"
 #include "core/pipeline.h"
 #include "core/retention.h"
 #include "pg/store.h"
@@ -104,10 +105,7 @@ static int parse_args(int argc, char **argv, const char **path, const char **lev
                 case 'c': *path = optarg; break;
                 case 'l': *level = optarg; break;
                 case 'H': config_print_reference(stdout); return 0;
-                case 'V':
-                        printf("dedupd %s (handler ABI %d, librdkafka %s, libpq %d)\n", DEDUPD_VERSION,
-                               DEDUPD_HANDLER_ABI_MAJOR, rd_kafka_version_str(), PQlibVersion());
-                        return 0;
+                case 'V': version_print(stdout, "dedupd"); return 0;
                 case 'h': usage(stdout); return 0;
                 default: usage(stderr); return 2;
                 }

@@ -7,8 +7,9 @@
  * pipeline passes point NAME do ACTION: "kill" (SIGKILL, the default) or
  * "stop" (SIGSTOP: a zombie holding whatever it holds). Points, in pipeline
  * order: after_poll, after_dlq, after_claim, in_handler, before_commit,
- * after_commit, after_ack. Compiled in only when DEDUPD_FAULT_POINTS is
- * defined (every build type but Release).
+ * after_commit, after_ack. Compiled in only with the CMake option
+ * DEDUPD_FAULT_POINTS=ON, which only the test suite's builds set: an
+ * installed dedupd ignores DEDUPD_FAULT.
  */
 #ifdef DEDUPD_FAULT_POINTS
 void fault_point(const char *name);

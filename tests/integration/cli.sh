@@ -8,6 +8,17 @@
 rc=0; "$DEDUPD" >/dev/null 2>&1 || rc=$?
 assert_eq "$rc" 2 "dedupd without -c exits"
 
+# --version: the libraries it runs with, as their own tools name them, and the
+# ABI of the header handlers are built against.
+abi=$(sed -n 's/^#define DEDUPD_HANDLER_ABI_MAJOR \([0-9]*\)$/\1/p' "$ROOT/include/dedupd/handler.h")
+for prog in dedupd dedupctl; do
+        "$BUILD/$prog" --version >"$WORK/$prog.version" || fail "$prog --version exited $?"
+        assert_eq "$(sed -n 1p "$WORK/$prog.version")" "$prog $(sed -n 's/^project(dedupd VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt") (handler ABI $abi)" "$prog --version, line 1"
+        assert_eq "$(sed -n 2p "$WORK/$prog.version")" "librdkafka $(pkg-config --modversion rdkafka), libpq $(pkg-config --modversion libpq)" "$prog --version, line 2"
+        grep -q '^fault points: ' "$WORK/$prog.version" || fail "$prog --version does not say whether fault points are in"
+        "$BUILD/$prog" --help | grep -q -- "-V, --version" || fail "$prog --help does not list --version"
+done
+
 T="pay_cli_$$"
 topic "$T" 1
 write_config "$WORK/good.yaml" "$T"

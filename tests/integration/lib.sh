@@ -61,6 +61,13 @@ assert_eq() {
         log "ok: $3 = $1"
 }
 
+# require_fault_points: for tests that arm DEDUPD_FAULT; a build without fault
+# points ignores it and would never stop where the test expects
+require_fault_points() {
+        "$DEDUPD" --version | grep -q '^fault points: compiled in' ||
+                fail "$DEDUPD has no fault points: configure its build with -DDEDUPD_FAULT_POINTS=ON"
+}
+
 # topic NAME PARTITIONS: create the topic and its dead-letter topic
 topic() {
         "$KT" create -t "$1" -p "$2" >/dev/null

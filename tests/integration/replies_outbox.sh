@@ -3,6 +3,7 @@
 # for byte; and the outbox: an emitted message exists if and only if its effect
 # committed, even when the process dies between COMMIT and publishing.
 . "$(dirname "$0")/lib.sh"
+require_fault_points
 
 T="pay_reply_$$" R="replies_$$"
 topic "$T" 1
