@@ -151,9 +151,8 @@ static int start_ops(struct daemon *d)
                         stall_ms = cfg->topics[i].batch_timeout_ms * 2 + 30000;
         }
         snprintf(abi, sizeof(abi), "%d", DEDUPD_HANDLER_ABI_MAJOR);
-        snprintf(pq, sizeof(pq), "%d", PQlibVersion());
         metrics_init();
-        metrics_build_info(DEDUPD_VERSION, abi, rd_kafka_version_str(), pq);
+        metrics_build_info(DEDUPD_VERSION, abi, rd_kafka_version_str(), version_libpq(pq, sizeof(pq)));
         health_init(stall_ms, cfg->topic_cnt, names);
         health_beat(log_now_ms());
         int64_t wd = notify_init();
