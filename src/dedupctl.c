@@ -26,9 +26,11 @@ static void usage(FILE *fp)
                 "Usage: dedupctl COMMAND -c FILE [args]\n"
                 "\n"
                 "Commands:\n"
-                "  check   -c FILE [--print]\n"
+                "  check   -c FILE [--print] [--offline]\n"
                 "                         validate a config: every problem as file:line:column: message,\n"
-                "                         and each handler's ABI; exit 1 when anything is wrong.\n"
+                "                         and each handler's ABI; exit 1 when anything is wrong. Then ask\n"
+                "                         the broker about the topics and connect to the database: exit 2,\n"
+                "                         naming it, when either cannot be reached (--offline: neither).\n"
                 "                         --print: every setting as in effect (defaults, ${VARS}),\n"
                 "                         secrets shown as (set, not shown).\n"
                 "                         Key-design lint and the topics' retention.ms against each\n"
@@ -103,7 +105,22 @@ static void check_topics(void *opaque, enum topics_severity sev, const char *fil
         fprintf(stderr, "%s:%d:%d: %s%s\n", file, line, col, sev == TOPICS_WARN ? "warning: " : "", msg);
 }
 
-static int cmd_check(struct config *cfg, int print)
+/* Whether the database answers, as dedupd will reach it (connect_timeout
+ * and all); 0, or 2 with the reason on stderr. */
+static int check_database(const struct config *cfg)
+{
+        char err[1200];
+        struct store *s = store_open(cfg->pg_conninfo, err, sizeof(err));
+        if (!s) {
+                fprintf(stderr, "%s: %s\n", cfg->path, err);
+                return 2;
+        }
+        printf("database %s: connected\n", store_target(s));
+        store_free(s);
+        return 0;
+}
+
+static int cmd_check(struct config *cfg, int print, int offline)
 {
         struct check_ctx ck = {cfg, 0};
         char rerr[1024];
@@ -125,12 +142,19 @@ static int cmd_check(struct config *cfg, int print)
                        h.desc->name ? h.desc->name : "?", h.desc->abi_major, t->dlq_topic);
                 loader_close(&h);
         }
-        /* Lint warnings leave the exit code 0; so does a broker that does not answer. */
+        /* Lint warnings leave the exit code 0. */
         if (lint_config(cfg, check_lint, &ck))
                 bad = 1;
-        if (topics_check(cfg, TOPICS_CHECK_ONLY, TOPICS_CHECK_TIMEOUT_MS, check_topics, &ck, NULL, rerr,
-                         sizeof(rerr)))
-                bad = 1;
+        if (!offline) {
+                enum topics_rc t = topics_check(cfg, TOPICS_CHECK_ONLY, TOPICS_CHECK_TIMEOUT_MS, check_topics, &ck,
+                                                NULL, rerr, sizeof(rerr));
+                int unreachable = t == TOPICS_UNREACHABLE;
+                if (t == TOPICS_INVALID)
+                        bad = 1;
+                /* Unreachable: exit 2, as every dedupctl command, whatever else was found. */
+                if (check_database(cfg) || unreachable)
+                        return 2;
+        }
         if (bad)
                 return 1;
         printf("%s: OK (namespace %s, %zu topic(s)", cfg->path, cfg->namespace, cfg->topic_cnt);
@@ -145,7 +169,7 @@ static struct store *connect_db(const struct config *cfg)
         char err[1024];
         struct store *s = store_open(cfg->pg_conninfo, err, sizeof(err));
         if (!s)
-                fprintf(stderr, "dedupctl: cannot connect to the database: %s\n", err);
+                fprintf(stderr, "dedupctl: %s\n", err);
         return s;
 }
 
@@ -268,7 +292,7 @@ struct args {
         const char *path;
         const char *topic, *partitions, *to_offset, *to_time, *from_offset, *from_time, *since;
         const char *batch, *rate; /* purge --batch, plan --rate */
-        int to_beginning, reproduce, dry_run, expect_caught_up, print;
+        int to_beginning, reproduce, dry_run, expect_caught_up, print, offline;
 };
 
 static int parse_offset(const char *opt, const char *s, int64_t *out)
@@ -402,8 +426,7 @@ static int cmd_plan(struct config *cfg, double rate)
         /* Without the database the row size is estimated; the plan says so. */
         struct store *s = store_open(cfg->pg_conninfo, err, sizeof(err));
         if (!s)
-                fprintf(stderr, "dedupctl plan: cannot connect to the database, so the row size is "
-                                "estimated: %s\n", err);
+                fprintf(stderr, "dedupctl plan: %s; the row size is estimated\n", err);
         if (plan_print(cfg, s, rate, stdout, err, sizeof(err))) {
                 fprintf(stderr, "dedupctl plan: %s\n", err);
                 rc = 1;
@@ -421,6 +444,7 @@ static const char *const cmd_names[] = {"check", "migrate", "inspect", "stats", 
 enum {
         OPT_PARTITIONS = 256, OPT_TO_BEGINNING, OPT_TO_OFFSET, OPT_TO_TIME, OPT_FROM_OFFSET, OPT_FROM_TIME,
         OPT_REPRODUCE, OPT_DRY_RUN, OPT_SINCE, OPT_EXPECT_CAUGHT_UP, OPT_BATCH, OPT_RATE, OPT_PRINT,
+        OPT_OFFLINE,
 };
 static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
@@ -439,6 +463,7 @@ static const struct option opts[] = {
         {"batch", required_argument, NULL, OPT_BATCH},
         {"rate", required_argument, NULL, OPT_RATE},
         {"print", no_argument, NULL, OPT_PRINT},
+        {"offline", no_argument, NULL, OPT_OFFLINE},
         {NULL, 0, NULL, 0},
 };
 
@@ -450,7 +475,8 @@ static unsigned option_scope(int opt)
         case OPT_EXPECT_CAUGHT_UP: return ONLY(CMD_VERIFY);
         case OPT_BATCH: return ONLY(CMD_PURGE);
         case OPT_RATE: return ONLY(CMD_PLAN);
-        case OPT_PRINT: return ONLY(CMD_CHECK);
+        case OPT_PRINT:
+        case OPT_OFFLINE: return ONLY(CMD_CHECK);
         case OPT_DRY_RUN: return ONLY(CMD_REPLAY) | ONLY(CMD_PURGE);
         case 'c':
         case 'h': return ~0u;
@@ -486,6 +512,7 @@ static int take_option(int opt, struct args *a)
         case OPT_BATCH: a->batch = optarg; break;
         case OPT_RATE: a->rate = optarg; break;
         case OPT_PRINT: a->print = 1; break;
+        case OPT_OFFLINE: a->offline = 1; break;
         default: usage(stderr); return 2;
         }
         return -1;
@@ -568,7 +595,7 @@ static int run_command(enum cmd_id id, const struct args *a, const char *key)
                 return id == CMD_CHECK ? 1 : 2;
         }
         switch (id) {
-        case CMD_CHECK: rc = cmd_check(cfg, a->print); break;
+        case CMD_CHECK: rc = cmd_check(cfg, a->print, a->offline); break;
         case CMD_MIGRATE: rc = cmd_migrate(cfg); break;
         case CMD_INSPECT: rc = cmd_inspect(cfg, key); break;
         case CMD_STATS: rc = cmd_stats(cfg); break;

@@ -19,6 +19,7 @@
 #include "base/version.h"
 #include "core/pipeline.h"
 #include "core/retention.h"
+#include "pg/conninfo.h"
 #include "pg/store.h"
 #include "pg/schema.h"
 #include "source/kafka/topics.h"
@@ -62,6 +63,7 @@ static void usage(FILE *fp)
                 "Options:\n"
                 "  -c, --config FILE     YAML configuration (required)\n"
                 "  -l, --log-level LVL   error, warn, info or debug (overrides log_level)\n"
+                "      --log-format FMT  human or json: one JSON object a line (overrides log_format)\n"
                 "      --help-config     print every configuration key with its default\n"
                 "  -V, --version         print versions and exit\n"
                 "  -h, --help            this help\n"
@@ -72,6 +74,9 @@ static void usage(FILE *fp)
                 "applies the settings marked [reloads on SIGHUP] in --help-config (log level,\n"
                 "batch limits, purge schedule) without leaving the group; a bad file changes nothing.\n"
                 "\n"
+                "Startup (reaching the broker and the database, joining the group) must end within\n"
+                "startup_timeout_ms, or dedupd exits 1 saying what it was waiting for.\n"
+                "\n"
                 "Exit codes: 0 clean stop, 1 runtime failure, 2 bad usage or configuration,\n"
                 "3 shutdown timeout, 4 a batch stalled past batch.timeout_ms (the watchdog ended it).\n"
                 "Check a configuration without running: dedupctl check -c FILE\n");
@@ -80,6 +85,7 @@ static void usage(FILE *fp)
 /* What the daemon is made of, in the order it is built (freed in reverse). */
 struct daemon {
         struct config *cfg;
+        int64_t deadline_ms; /* startup must be over by then (log_now_ms()); 0: no deadline */
         int64_t *dlq_max_bytes; /* per topic, what its dead-letter topic takes */
         struct store *store;
         struct producer *producer;
@@ -91,32 +97,43 @@ struct daemon {
         const char *cli_level; /* -l: wins over log_level, also after a reload */
 };
 
+/* What the command line sets. */
+struct args {
+        const char *path, *level, *format;
+};
+
 /* The arguments; returns -1 to go on, else the exit code. */
-static int parse_args(int argc, char **argv, const char **path, const char **level)
+static int parse_args(int argc, char **argv, struct args *a)
 {
         static const struct option opts[] = {
                 {"config", required_argument, NULL, 'c'}, {"log-level", required_argument, NULL, 'l'},
+                {"log-format", required_argument, NULL, 'F'},
                 {"help-config", no_argument, NULL, 'H'},  {"version", no_argument, NULL, 'V'},
                 {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
         };
         int opt;
         while ((opt = getopt_long(argc, argv, "c:l:Vh", opts, NULL)) != -1) {
                 switch (opt) {
-                case 'c': *path = optarg; break;
-                case 'l': *level = optarg; break;
+                case 'c': a->path = optarg; break;
+                case 'l': a->level = optarg; break;
+                case 'F': a->format = optarg; break;
                 case 'H': config_print_reference(stdout); return 0;
                 case 'V': version_print(stdout, "dedupd"); return 0;
                 case 'h': usage(stdout); return 0;
                 default: usage(stderr); return 2;
                 }
         }
-        if (!*path || optind < argc) {
-                fprintf(stderr, "dedupd: %s\n", *path ? "unexpected argument" : "-c FILE is required");
+        if (!a->path || optind < argc) {
+                fprintf(stderr, "dedupd: %s\n", a->path ? "unexpected argument" : "-c FILE is required");
                 usage(stderr);
                 return 2;
         }
-        if (*level && log_level_parse(*level) < 0) {
-                fprintf(stderr, "dedupd: unknown log level '%s'\n", *level);
+        if (a->level && log_level_parse(a->level) < 0) {
+                fprintf(stderr, "dedupd: unknown log level '%s'\n", a->level);
+                return 2;
+        }
+        if (a->format && log_format_parse(a->format) < 0) {
+                fprintf(stderr, "dedupd: unknown log format '%s' (human or json)\n", a->format);
                 return 2;
         }
         return -1;
@@ -168,49 +185,118 @@ static int start_ops(struct daemon *d)
         return 0;
 }
 
+/* Milliseconds left before the startup deadline (INT64_MAX: none). */
+static int64_t startup_left(const struct daemon *d)
+{
+        return d->deadline_ms ? d->deadline_ms - log_now_ms() : INT64_MAX;
+}
+
+/* Sleep up to ms, less when the deadline or a signal comes first. */
+static void startup_pause(const struct daemon *d, int ms)
+{
+        int64_t until = log_now_ms() + ms;
+        while (!stop_requested && log_now_ms() < until && startup_left(d) > 0)
+                usleep(20 * 1000);
+}
+
+/* Every topic and dead-letter topic exists (or is created,
+ * dead_letter.create), dead letters fit, no class keeps keys shorter than
+ * its topic keeps messages. While no broker answers it waits (a clean stop
+ * still works) until the startup deadline. The exit code, or -1 to go on. */
+static int check_topics(struct daemon *d)
+{
+        struct log_ratelimit rl = {0};
+        char err[1600];
+        int rc = -1;
+        for (;;) {
+                int64_t left = startup_left(d);
+                int timeout = left < TOPICS_CHECK_TIMEOUT_MS ? (int)(left > 1000 ? left : 1000) : TOPICS_CHECK_TIMEOUT_MS;
+                enum topics_rc t = topics_check(d->cfg, TOPICS_CREATE_MISSING, timeout, NULL, NULL, d->dlq_max_bytes,
+                                                err, sizeof(err));
+                if (t != TOPICS_UNREACHABLE) {
+                        rc = t == TOPICS_OK ? -1 : 2;
+                        break;
+                }
+                health_beat(log_now_ms()); /* alive, waiting: not ready */
+                log_limited(&rl, 1, 10000, LOG_WARN, "dedupd", "waiting for the broker: %s (retrying)", err);
+                startup_pause(d, 1000);
+                if (stop_requested) {
+                        rc = 0;
+                        break;
+                }
+                if (startup_left(d) <= 0) {
+                        log_ratelimit_flush(&rl); /* before the last word */
+                        log_error("dedupd", "startup: gave up after %d ms (startup_timeout_ms) waiting for the broker: %s",
+                                  d->cfg->startup_timeout_ms, err);
+                        rc = 1;
+                        break;
+                }
+        }
+        log_ratelimit_flush(&rl);
+        return rc;
+}
+
 /* The database first: handlers' init() needs it, and a consumer must not
  * join the group before it can commit anything. Waits for it (a clean stop
- * still works meanwhile); 1: stopped while waiting. */
+ * still works meanwhile) until the startup deadline; each attempt is bounded
+ * by connect_timeout and ends by the deadline. The exit code, or -1 to go on. */
 static int connect_store(struct daemon *d)
 {
         const struct config *cfg = d->cfg;
         struct log_ratelimit rl = {0};
+        struct conninfo_params p;
         char err[1024];
-        int wait_ms = 200;
+        int wait_ms = 200, rc = -1;
         /* Longer than any batch may run (the watchdog ends those first) plus
          * a dead-letter write inside a transaction. */
         int idle_tx_ms = 30000;
         for (size_t i = 0; i < cfg->topic_cnt; i++)
                 if (cfg->topics[i].batch_timeout_ms * 2 + 30000 > idle_tx_ms)
                         idle_tx_ms = cfg->topics[i].batch_timeout_ms * 2 + 30000;
-        d->store = store_new(cfg->pg_conninfo, idle_tx_ms);
-        while (store_connect(d->store, err, sizeof(err)) != STORE_OK) {
-                health_beat(log_now_ms()); /* alive, waiting: not ready */
-                if (stop_requested)
-                        return 1;
-                if (log_ratelimit_ok(&rl, 1, 10000))
-                        log_error("dedupd", "database unavailable: %s (retrying)", err);
-                usleep((useconds_t)wait_ms * 1000);
-                wait_ms = wait_ms * 2 > cfg->db_retry_max_ms ? cfg->db_retry_max_ms : wait_ms * 2;
+        /* A conninfo that does not parse never will: refused, not retried. */
+        if (conninfo_params_init(&p, cfg->pg_conninfo, STORE_CONNECT_TIMEOUT_S, 0, err, sizeof(err))) {
+                store_one_line(err);
+                log_error("dedupd", "postgres.conninfo: %s", err);
+                return 2;
         }
+        conninfo_params_free(&p);
+        d->store = store_new(cfg->pg_conninfo, idle_tx_ms);
+        store_set_connect_deadline(d->store, d->deadline_ms);
+        while (store_connect(d->store, err, sizeof(err)) != STORE_OK) {
+                log_limited(&rl, 1, 10000, LOG_WARN, "dedupd", "database unavailable: %s: %s (retrying)",
+                            store_target(d->store), err);
+                startup_pause(d, wait_ms);
+                wait_ms = wait_ms * 2 > cfg->db_retry_max_ms ? cfg->db_retry_max_ms : wait_ms * 2;
+                if (stop_requested) {
+                        rc = 0;
+                        break;
+                }
+                if (startup_left(d) <= 0) {
+                        log_ratelimit_flush(&rl); /* before the last word */
+                        log_error("dedupd", "startup: gave up after %d ms (startup_timeout_ms) waiting for the database %s: %s",
+                                  cfg->startup_timeout_ms, store_target(d->store), err);
+                        rc = 1;
+                        break;
+                }
+        }
+        log_ratelimit_flush(&rl);
+        if (rc >= 0)
+                return rc;
+        /* From here on the runner reconnects for as long as it takes. */
+        store_set_connect_deadline(d->store, 0);
         log_info("dedupd", "connected to PostgreSQL %s", store_target(d->store));
-        return 0;
+        return -1;
 }
 
 /* Everything that must hold before the group is joined; the exit code on failure, -1 to go on. */
 static int prepare(struct daemon *d)
 {
         char err[1024];
+        int rc;
         lint_config(d->cfg, NULL, NULL); /* key-design warnings, logged */
-        /* Every topic and dead-letter topic exists (or is created,
-         * dead_letter.create), dead letters fit, no class keeps keys shorter
-         * than its topic keeps messages. A broker that does not answer: warned. */
         d->dlq_max_bytes = xcalloc(d->cfg->topic_cnt, sizeof(*d->dlq_max_bytes));
-        if (topics_check(d->cfg, TOPICS_CREATE_MISSING, TOPICS_CHECK_TIMEOUT_MS, NULL, NULL, d->dlq_max_bytes, err,
-                         sizeof(err)))
-                return 2;
-        if (connect_store(d))
-                return 0;
+        if ((rc = check_topics(d)) >= 0 || (rc = connect_store(d)) >= 0)
+                return rc;
         if (store_migrate(d->store, err, sizeof(err))) {
                 log_error("dedupd", "schema migration failed: %s", err);
                 return 1;
@@ -263,6 +349,7 @@ static int run(struct daemon *d)
                 log_error("dedupd", "Kafka consumer: %s", err);
                 return 1;
         }
+        kafka_source_set_startup_deadline(d->src, d->deadline_ms, d->cfg->startup_timeout_ms);
         if (runner_run(d->runner, d->src, &stop_requested, err, sizeof(err))) {
                 log_error("dedupd", "%s", err);
                 return 1;
@@ -286,27 +373,42 @@ static void daemon_free(struct daemon *d)
         metrics_free();
 }
 
+/* Config errors as they are (file:line:column: message), or as JSON log
+ * lines when --log-format json asks for nothing else. */
+static void report_config_errors(struct config_errors *errs, int json)
+{
+        for (size_t i = 0; i < errs->cnt; i++)
+                if (json)
+                        log_error("config", "%s", errs->msgs[i]);
+                else
+                        fprintf(stderr, "%s\n", errs->msgs[i]);
+        config_errors_clear(errs);
+}
+
 int main(int argc, char **argv)
 {
-        const char *path = NULL, *level = NULL;
+        struct args a = {0};
         struct config_errors errs = {0};
         struct daemon d = {0};
-        int rc = parse_args(argc, argv, &path, &level);
+        int rc = parse_args(argc, argv, &a);
 
         if (rc >= 0)
                 return rc;
-        if (!(d.cfg = config_load(path, &errs))) {
-                for (size_t i = 0; i < errs.cnt; i++)
-                        fprintf(stderr, "%s\n", errs.msgs[i]);
-                config_errors_clear(&errs);
+        if (a.format)
+                log_set_format((enum log_format)log_format_parse(a.format)); /* the flag wins */
+        if (!(d.cfg = config_load(a.path, &errs))) {
+                report_config_errors(&errs, a.format && log_format_parse(a.format) == LOG_FORMAT_JSON);
                 return 2;
         }
-        log_set_level(level ? log_level_parse(level) : d.cfg->log_level);
-        d.cli_level = level;
+        log_set_level(a.level ? log_level_parse(a.level) : d.cfg->log_level);
+        log_set_format((enum log_format)(a.format ? log_format_parse(a.format) : d.cfg->log_format));
+        if (d.cfg->startup_timeout_ms)
+                d.deadline_ms = log_now_ms() + d.cfg->startup_timeout_ms;
+        d.cli_level = a.level;
         shutdown_timeout_s = (d.cfg->shutdown_timeout_ms + 999) / 1000;
         catch_signals();
         log_info("dedupd", "starting: namespace %s, %zu topic(s), config %s", d.cfg->namespace, d.cfg->topic_cnt,
-                 path);
+                 a.path);
         if ((rc = start_ops(&d)) == 0 && (rc = prepare(&d)) < 0)
                 rc = stop_requested ? 0 : run(&d);
         notify_stopping();

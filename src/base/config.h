@@ -91,6 +91,8 @@ struct config {
         char *namespace;
         char *pg_conninfo;
         int log_level; /* LOG_ERROR .. LOG_DEBUG (base/log.h) */
+        int log_format; /* enum log_format (base/log.h) */
+        int startup_timeout_ms; /* 0: wait for ever */
         int shutdown_timeout_ms;
         int db_retry_max_ms;
 

@@ -18,6 +18,8 @@ static const struct enum_name on_mismatch_names[] = {
         {"absorb", MISMATCH_ABSORB}, {"dead-letter", MISMATCH_DEAD_LETTER}, {NULL, 0}};
 static const struct enum_name log_levels[] = {
         {"error", LOG_ERROR}, {"warn", LOG_WARN}, {"info", LOG_INFO}, {"debug", LOG_DEBUG}, {NULL, 0}};
+static const struct enum_name log_formats[] = {
+        {"human", LOG_FORMAT_HUMAN}, {"json", LOG_FORMAT_JSON}, {NULL, 0}};
 
 static const struct field key_fields[] = {
         {.name = "subject", .type = F_STR, .off = TOFF(key_subject), .required = 1, .check = keyspec_template_check,
@@ -185,6 +187,14 @@ const struct field config_top_fields[] = {
                  "while the dedup record must not"},
         {.name = "log_level", .type = F_ENUM, .off = COFF(log_level), .def = "info", .names = log_levels, .reload = 1,
          .desc = "error, warn, info or debug"},
+        {.name = "log_format", .type = F_ENUM, .off = COFF(log_format), .def = "human", .names = log_formats,
+         .desc = "human (timestamp, pid, level, [context], message) or json (one object a line: ts, level, pid, "
+                 "ctx, msg); dedupd --log-format overrides it"},
+        {.name = "startup_timeout_ms", .type = F_INT, .off = COFF(startup_timeout_ms), .def = "60000", .min = 0,
+         .max = 3600000,
+         .desc = "Longest dedupd may take to reach the broker and the database and join its group; past it dedupd "
+                 "exits 1 saying what it was waiting for (0: wait for ever). Keep it above session.timeout.ms: "
+                 "a restart without group.instance.id waits that long for its partitions"},
         {.name = "shutdown_timeout_ms", .type = F_INT, .off = COFF(shutdown_timeout_ms), .def = "10000", .min = 0,
          .max = 600000, .desc = "Longest a clean shutdown may take before dedupd exits anyway"},
         {.name = "postgres", .type = F_SECTION, .required = 1, .sub = postgres_fields, .desc = "The database"},

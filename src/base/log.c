@@ -1,13 +1,20 @@
-/* log: the one logger — levels, printf-checked, context prefixes, rate limiting. */
+/* log: the one logger — levels, printf-checked, context prefixes, two line formats, rate limiting. */
 #include "base/log.h"
 
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "base/mem.h"
+
 int log_level_current = LOG_INFO;
+static enum log_format format_current = LOG_FORMAT_HUMAN;
+static int out_fd = 2;
 
 void log_set_level(int level) { log_level_current = level; }
 
@@ -23,6 +30,24 @@ int log_level_parse(const char *s)
         return -1;
 }
 
+void log_set_format(enum log_format format)
+{
+        format_current = format;
+        /* The out-of-memory line is written without allocating, by mem.c. */
+        mem_oom_json(format == LOG_FORMAT_JSON);
+}
+
+int log_format_parse(const char *s)
+{
+        if (!strcasecmp(s, "human"))
+                return LOG_FORMAT_HUMAN;
+        if (!strcasecmp(s, "json"))
+                return LOG_FORMAT_JSON;
+        return -1;
+}
+
+void log_set_fd(int fd) { out_fd = fd; }
+
 int64_t log_now_ms(void)
 {
         struct timespec ts;
@@ -30,35 +55,67 @@ int64_t log_now_ms(void)
         return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static const char *level_name(int level)
+/* The message, whole up to LOG_MSG_MAX bytes (two passes: measure, then
+ * format), cut at a character boundary beyond that with a note saying so. */
+static char *format_msg(const char *fmt, va_list ap)
 {
-        switch (level) {
-        case LOG_ERROR: return "ERROR";
-        case LOG_WARN: return "WARN";
-        case LOG_INFO: return "INFO";
-        default: return "DEBUG";
+        va_list aq;
+        va_copy(aq, ap);
+        int n = vsnprintf(NULL, 0, fmt, aq);
+        va_end(aq);
+        if (n < 0)
+                return xasprintf("(a log message could not be formatted: %s; format \"%s\")", strerror(errno), fmt);
+        size_t keep = (size_t)n <= LOG_MSG_MAX ? (size_t)n : LOG_MSG_MAX;
+        char *m = xmalloc(keep + 200);
+        /* 4 bytes past the cut, to find the character the cut falls in. */
+        vsnprintf(m, keep < (size_t)n ? keep + 5 : keep + 1, fmt, ap);
+        if (keep < (size_t)n) {
+                while (keep > 0 && ((unsigned char)m[keep] & 0xC0) == 0x80)
+                        keep--;
+                snprintf(m + keep, 200, " ... [cut: %zu more bytes; a log message is written whole up to %d bytes]",
+                         (size_t)n - keep, LOG_MSG_MAX);
         }
+        return m;
+}
+
+/* One write per line, so that concurrent writers (librdkafka's threads, the
+ * watchdog, other processes on the same pipe) do not interleave within it. */
+static void write_all(const char *p, size_t len)
+{
+        while (len > 0) {
+                ssize_t w = write(out_fd, p, len);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0)
+                        return; /* nowhere to say it */
+                p += w;
+                len -= (size_t)w;
+        }
+}
+
+static int64_t wall_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void emit(int level, const char *ctx, const char *msg)
+{
+        struct log_record rec = {wall_ms(), (int)getpid(), level, ctx, msg};
+        size_t len;
+        char *line = log_line_format(format_current, &rec, &len);
+        write_all(line, len);
+        free(line);
 }
 
 void log_vwrite(int level, const char *ctx, const char *fmt, va_list ap)
 {
-        char line[4096];
-        struct timespec ts;
-        struct tm tm;
-        size_t off;
-
         if (level > log_level_current)
                 return;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        gmtime_r(&ts.tv_sec, &tm);
-        off = strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
-        off += (size_t)snprintf(line + off, sizeof(line) - off, ".%03ldZ %d %-5s %s%s%s",
-                                ts.tv_nsec / 1000000, (int)getpid(), level_name(level),
-                                ctx ? "[" : "", ctx ? ctx : "", ctx ? "] " : "");
-        if (off < sizeof(line))
-                vsnprintf(line + off, sizeof(line) - off, fmt, ap);
-        /* One write per line so concurrent processes do not interleave. */
-        fprintf(stderr, "%s\n", line);
+        char *msg = format_msg(fmt, ap);
+        emit(level, ctx, msg);
+        free(msg);
 }
 
 void log_write(int level, const char *ctx, const char *fmt, ...)
@@ -69,21 +126,60 @@ void log_write(int level, const char *ctx, const char *fmt, ...)
         va_end(ap);
 }
 
-int log_ratelimit_ok(struct log_ratelimit *rl, int burst, int interval_ms)
+/* ---- rate limiting ---------------------------------------------------------- */
+
+static void report_suppressed(struct log_ratelimit *rl, int64_t now)
+{
+        if (!rl->suppressed)
+                return;
+        char *msg = xasprintf("(%d similar message%s suppressed over %.1f s; the last: %s)", rl->suppressed,
+                              rl->suppressed == 1 ? "" : "s", (double)(now - rl->window_start_ms) / 1000.0,
+                              rl->last_msg);
+        emit(rl->last_level, rl->last_ctx, msg);
+        free(msg);
+        rl->suppressed = 0;
+}
+
+static void forget_last(struct log_ratelimit *rl)
+{
+        free(rl->last_ctx);
+        free(rl->last_msg);
+        rl->last_ctx = rl->last_msg = NULL;
+}
+
+void log_limited(struct log_ratelimit *rl, int burst, int interval_ms, int level, const char *ctx,
+                 const char *fmt, ...)
 {
         int64_t now = log_now_ms();
-        if (now - rl->window_start_ms >= interval_ms) {
-                if (rl->suppressed)
-                        log_write(LOG_WARN, NULL, "(%d similar messages suppressed)",
-                                  rl->suppressed);
+        va_list ap;
+        char *msg;
+
+        if (level > log_level_current)
+                return;
+        if (!rl->window_start_ms || now - rl->window_start_ms >= interval_ms) {
+                report_suppressed(rl, now);
+                forget_last(rl);
                 rl->window_start_ms = now;
                 rl->in_window = 0;
-                rl->suppressed = 0;
         }
+        va_start(ap, fmt);
+        msg = format_msg(fmt, ap);
+        va_end(ap);
         if (rl->in_window < burst) {
                 rl->in_window++;
-                return 1;
+                emit(level, ctx, msg);
+                free(msg);
+                return;
         }
         rl->suppressed++;
-        return 0;
+        forget_last(rl);
+        rl->last_level = level;
+        rl->last_ctx = ctx ? xstrdup(ctx) : NULL;
+        rl->last_msg = msg;
+}
+
+void log_ratelimit_flush(struct log_ratelimit *rl)
+{
+        report_suppressed(rl, log_now_ms());
+        forget_last(rl);
 }

@@ -5,12 +5,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+static int oom_json;
+
+void mem_oom_json(int on) { oom_json = on; }
+
+/* Nothing here allocates: not the time, not the line. */
+static int oom_line(char *msg, size_t sz, size_t n)
+{
+        struct timespec ts;
+        struct tm tm;
+        char when[32];
+        if (!oom_json)
+                return snprintf(msg, sz, "dedupd: out of memory (%zu bytes): ending the process\n", n);
+        clock_gettime(CLOCK_REALTIME, &ts);
+        gmtime_r(&ts.tv_sec, &tm);
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+        return snprintf(msg, sz,
+                        "{\"ts\":\"%s.%03dZ\",\"level\":\"error\",\"pid\":%d,\"ctx\":\"mem\","
+                        "\"msg\":\"out of memory (%zu bytes): ending the process\"}\n",
+                        when, (int)(ts.tv_nsec / 1000000), (int)getpid(), n);
+}
 
 static void out_of_memory(size_t n)
 {
-        char msg[128];
-        int len = snprintf(msg, sizeof(msg), "dedupd: out of memory (%zu bytes): ending the process\n", n);
+        char msg[256];
+        int len = oom_line(msg, sizeof(msg), n);
         if (len > 0 && write(2, msg, (size_t)len) < 0) { /* stderr without allocating */
         }
         abort();

@@ -19,4 +19,7 @@ char *xstrndup(const char *s, size_t n) __attribute__((malloc, returns_nonnull))
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2), malloc, returns_nonnull));
 char *xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0), malloc, returns_nonnull));
 
+/** The out-of-memory line as a JSON object (the logger's json format). */
+void mem_oom_json(int on);
+
 #endif

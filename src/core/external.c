@@ -471,8 +471,8 @@ void external_reap_tick(const struct config *cfg, struct store *s, int64_t now_m
                 for (int round = 0; round < REAP_MAX_ROUNDS; round++) {
                         if (store_ext_reap(s, cfg->namespace, t->name, t->expire_grace_ms, REAP_BATCH,
                                            &got, sample, sizeof(sample), err, sizeof(err))) {
-                                if (log_ratelimit_ok(&ext.rl_reap, 1, 60000))
-                                        log_warn("reaper", "topic %s: %s", t->name, err);
+                                log_limited(&ext.rl_reap, 1, 60000, LOG_WARN, "reaper", "topic %s: %s", t->name,
+                                            err);
                                 break;
                         }
                         total += got;

@@ -65,9 +65,10 @@ void retention_tick(struct store *s, const struct config *cfg, int64_t now_ms)
         rc = store_purge(s, cfg->namespace, batch_of(cfg, 0), retention_progress_keep_ms(cfg),
                          now_ms + TICK_BUDGET_MS, &st, err, sizeof(err));
         next_purge_ms = log_now_ms() + (st.more && !rc ? TICK_BUDGET_MS : cfg->purge_interval_ms);
-        if (rc && log_ratelimit_ok(&purge_rl, 1, 60000))
-                log_warn("retention", "purge failed (retrying in %d ms): %s", cfg->purge_interval_ms, err);
-        if (!rc)
+        if (rc)
+                log_limited(&purge_rl, 1, 60000, LOG_WARN, "retention", "purge failed (retrying in %d ms): %s",
+                            cfg->purge_interval_ms, err);
+        else
                 metrics_purge((uint64_t)st.keys, (uint64_t)st.responses, (double)time(NULL));
         if (st.keys || st.responses || st.progress_rows)
                 log_info("retention",

@@ -335,9 +335,9 @@ static void batch_done(struct runner *r, size_t t, size_t n)
 
 static void db_lost(struct runner *r, const char *ctx, const char *err)
 {
-        if (log_ratelimit_ok(&r->rl_db, 1, 10000))
-                log_error(ctx, "database unavailable (%s); pausing, retrying every %d ms at most", err,
-                          r->cfg->db_retry_max_ms);
+        log_limited(&r->rl_db, 1, 10000, LOG_ERROR, ctx,
+                    "database unavailable: %s: %s; pausing, retrying every %d ms at most", store_target(r->store),
+                    err, r->cfg->db_retry_max_ms);
         r->db_down = 1;
         r->db_retry_at = log_now_ms() + r->db_backoff_ms;
 }
@@ -415,13 +415,14 @@ static void db_reconnect(struct runner *r)
         if (!r->db_down || log_now_ms() < r->db_retry_at)
                 return;
         if (store_connect(r->store, err, sizeof(err)) == STORE_OK) {
-                log_info("runner", "database reconnected");
+                log_ratelimit_flush(&r->rl_db);
+                log_info("runner", "database reconnected: %s", store_target(r->store));
                 r->db_down = 0;
                 r->db_backoff_ms = 100;
                 return;
         }
-        if (log_ratelimit_ok(&r->rl_db, 1, 10000))
-                log_error("runner", "database still unavailable: %s", err);
+        log_limited(&r->rl_db, 1, 10000, LOG_ERROR, "runner", "database still unavailable: %s: %s",
+                    store_target(r->store), err);
         r->db_backoff_ms = r->db_backoff_ms * 2 > r->cfg->db_retry_max_ms ? r->cfg->db_retry_max_ms : r->db_backoff_ms * 2;
         r->db_retry_at = log_now_ms() + r->db_backoff_ms;
 }
@@ -564,6 +565,7 @@ void runner_free(struct runner *r)
 {
         if (!r)
                 return;
+        log_ratelimit_flush(&r->rl_db);
         for (size_t t = 0; t < r->cfg->topic_cnt; t++)
                 free(r->bufs[t].msgs);
         free(r->bufs);

@@ -10,11 +10,13 @@
 
 #include "base/log.h"
 #include "ops/metrics.h"
+#include "pg/conninfo.h"
 
 struct store {
         PGconn *conn;
         char *conninfo;
         int idle_tx_timeout_ms; /* idle_in_transaction_session_timeout; 0: 60 s */
+        int64_t deadline_ms;    /* connection attempts end by then; 0: none */
         char target[160];       /* "host:port/db" for logs: never the conninfo (secrets) */
 };
 
@@ -85,11 +87,32 @@ enum store_rc store_classify(PGconn *conn, const PGresult *res)
         return STORE_ERROR;
 }
 
+/* libpq knows where it connected, or tried to: after a failure too. */
 static void describe_target(struct store *s)
 {
-        snprintf(s->target, sizeof(s->target), "%s:%s/%s",
-                 PQhost(s->conn) ? PQhost(s->conn) : "?", PQport(s->conn) ? PQport(s->conn) : "?",
-                 PQdb(s->conn) ? PQdb(s->conn) : "?");
+        const char *host = PQhost(s->conn), *port = PQport(s->conn), *db = PQdb(s->conn);
+        snprintf(s->target, sizeof(s->target), "%s:%s/%s", host && *host ? host : "?",
+                 port && *port ? port : "5432", db && *db ? db : "?");
+}
+
+void store_set_connect_deadline(struct store *s, int64_t deadline_ms) { s->deadline_ms = deadline_ms; }
+
+/* PQconnectdb with dedupd's connect_timeout (the conninfo parsed by libpq,
+ * never by hand); NULL with the reason when the conninfo does not parse. */
+static PGconn *connect_with_timeout(struct store *s, char *err, size_t errsz)
+{
+        struct conninfo_params p;
+        int64_t left = s->deadline_ms ? s->deadline_ms - log_now_ms() : 0;
+        char why[512];
+        if (conninfo_params_init(&p, s->conninfo, STORE_CONNECT_TIMEOUT_S, s->deadline_ms ? (left > 0 ? left : 1) : 0,
+                                 why, sizeof(why))) {
+                store_one_line(why);
+                snprintf(err, errsz, "the connection string does not parse: %s", why);
+                return NULL;
+        }
+        PGconn *conn = PQconnectdbParams(p.keys, p.values, 0);
+        conninfo_params_free(&p);
+        return conn;
 }
 
 struct store *store_new(const char *conninfo, int idle_tx_timeout_ms)
@@ -103,7 +126,9 @@ struct store *store_new(const char *conninfo, int idle_tx_timeout_ms)
 struct store *store_open(const char *conninfo, char *err, size_t errsz)
 {
         struct store *s = store_new(conninfo, 0);
-        if (store_connect(s, err, errsz) != STORE_OK) {
+        char why[1024];
+        if (store_connect(s, why, sizeof(why)) != STORE_OK) {
+                snprintf(err, errsz, "cannot connect to the database%s%s: %s", s->target[0] ? " " : "", s->target, why);
                 store_free(s);
                 return NULL;
         }
@@ -118,7 +143,9 @@ enum store_rc store_connect(struct store *s, char *err, size_t errsz)
 {
         if (s->conn)
                 PQfinish(s->conn);
-        s->conn = PQconnectdb(s->conninfo);
+        if (!(s->conn = connect_with_timeout(s, err, errsz)))
+                return STORE_ERROR;
+        describe_target(s);
         if (PQstatus(s->conn) != CONNECTION_OK) {
                 /* PQerrorMessage names host and port, never the password. */
                 set_err(err, errsz, s->conn, NULL);
@@ -126,7 +153,6 @@ enum store_rc store_connect(struct store *s, char *err, size_t errsz)
                 s->conn = NULL;
                 return STORE_CONN;
         }
-        describe_target(s);
         PQsetNoticeProcessor(s->conn, notice, NULL);
         /* NOTICEs ("already exists, skipping") are noise; WARNINGs are not.
          * A zombie (a stopped process holding a transaction) blocks its

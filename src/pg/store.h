@@ -23,6 +23,11 @@ enum store_rc {
  */
 struct store;
 
+/** Seconds libpq may take to connect when neither the conninfo nor
+ *  PGCONNECT_TIMEOUT says: without one, a black-holed host takes the
+ *  kernel's TCP retries (minutes) to fail. */
+#define STORE_CONNECT_TIMEOUT_S 10
+
 /** A store for conninfo, not connected yet. idle_tx_timeout_ms bounds how
  *  long a transaction may sit idle (a stopped zombie), 0: 60 s. */
 struct store *store_new(const char *conninfo, int idle_tx_timeout_ms);
@@ -30,11 +35,16 @@ struct store *store_new(const char *conninfo, int idle_tx_timeout_ms);
 void store_free(struct store *s);
 /** (Re)connect; the conninfo (it may hold a password) is never logged. */
 enum store_rc store_connect(struct store *s, char *err, size_t errsz) __attribute__((warn_unused_result));
-/** store_new and store_connect in one; NULL with the reason in err. */
+/** Connection attempts end by deadline_ms (log_now_ms()'s clock; 0: no
+ *  deadline): connect_timeout is shortened to the time left. */
+void store_set_connect_deadline(struct store *s, int64_t deadline_ms);
+/** store_new and store_connect in one; NULL with the reason in err
+ *  ("cannot connect to the database host:port/db: libpq's reason"). */
 struct store *store_open(const char *conninfo, char *err, size_t errsz);
 /** The connection: the handler's transaction, the watchdog's cancel. NULL when not connected. */
 PGconn *store_conn(const struct store *s);
-/** "host:port/db", for messages: never the conninfo (secrets). */
+/** "host:port/db", for messages: never the conninfo (secrets). Known once a
+ *  connection was attempted. */
 const char *store_target(const struct store *s);
 /** 1 when the connection is usable. */
 int store_ok(const struct store *s);

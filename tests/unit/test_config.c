@@ -125,7 +125,9 @@ static const char full_yaml[] =
         "      backoff_max_ms: 100\n"                           /* 35 */
         "    dead_letter:\n"                                    /* 36 */
         "      topic: refunds-dead\n"                           /* 37 */
-        "    max_payload_bytes: 2048\n";                        /* 38 */
+        "    max_payload_bytes: 2048\n"                         /* 38 */
+        "log_format: json\n"                                    /* 39 */
+        "startup_timeout_ms: 20000\n";                          /* 40 */
 
 static void valid_full_config(void **state)
 {
@@ -135,6 +137,8 @@ static void valid_full_config(void **state)
         assert_string_equal(cfg->namespace, "payments-service");
         assert_string_equal(cfg->pg_conninfo, "host=127.0.0.1 dbname=dedupd");
         assert_int_equal(cfg->log_level, LOG_DEBUG);
+        assert_int_equal(cfg->log_format, LOG_FORMAT_JSON);
+        assert_int_equal(cfg->startup_timeout_ms, 20000);
         assert_int_equal(cfg->shutdown_timeout_ms, 10000);
         assert_int_equal(cfg->db_retry_max_ms, 5000);
 
@@ -221,6 +225,8 @@ static void minimal_config_defaults(void **state)
                                      "topics:\n"
                                      "  - {name: t, key: {subject: \"{key}\"}, handler: {path: h.so}}\n");
         assert_int_equal(cfg->log_level, LOG_INFO);
+        assert_int_equal(cfg->log_format, LOG_FORMAT_HUMAN);
+        assert_int_equal(cfg->startup_timeout_ms, 60000);
         assert_int_equal(cfg->shutdown_timeout_ms, 10000);
         assert_int_equal(cfg->db_retry_max_ms, 5000);
         assert_int_equal(cfg->kafka_cnt, 2);
@@ -345,7 +351,7 @@ static const struct err_case err_cases[] = {
         {"error: unknown top-level key",
          Y_HEAD "colour: blue\n" Y_TOPICS, 1,
          "t.yaml:7:1: unknown key 'colour'",
-         "(expected one of: namespace, log_level, shutdown_timeout_ms, postgres, kafka, topics, retention_classes, purge, outbox, http)", NULL},
+         "(expected one of: namespace, log_level, log_format, startup_timeout_ms, shutdown_timeout_ms, postgres, kafka, topics, retention_classes, purge, outbox, http)", NULL},
         {"error: unknown key inside topics[0].key",
          Y_HEAD Y_TOPIC_START Y_SUBJECT Y_ACTION "      flavour: salty\n" Y_HANDLER, 1,
          "t.yaml:12:7: unknown key 'topics[0].key.flavour'",
@@ -518,6 +524,12 @@ static const struct err_case err_cases[] = {
         {"error: unknown log level",
          "namespace: svc\nlog_level: loud\n" Y_PG Y_KAFKA Y_TOPICS, 1,
          "t.yaml:2:12: 'log_level': 'loud' is not one of error, warn, info, debug", NULL, NULL},
+        {"error: unknown log format",
+         "namespace: svc\nlog_format: logfmt\n" Y_PG Y_KAFKA Y_TOPICS, 1,
+         "t.yaml:2:13: 'log_format': 'logfmt' is not one of human, json", NULL, NULL},
+        {"error: negative startup timeout",
+         "namespace: svc\nstartup_timeout_ms: -1\n" Y_PG Y_KAFKA Y_TOPICS, 1,
+         "t.yaml:2:21: 'startup_timeout_ms': -1 is out of range [0, 3600000]", NULL, NULL},
         {"error: recursive alias in handler config",
          Y_HEAD Y_TOPICS "      config: &a [*a]\n", 1, "t.yaml:14:", "recursive", NULL},
         {"error: empty file",

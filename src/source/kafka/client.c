@@ -35,6 +35,31 @@ const char *kafka_property(const struct config *cfg, const char *name)
 
 int kafka_user_set(const struct config *cfg, const char *name) { return kafka_property(cfg, name) != NULL; }
 
+const char *kafka_bootstrap(const struct config *cfg)
+{
+        const char *b = kafka_property(cfg, "bootstrap.servers");
+        if (!b)
+                b = kafka_property(cfg, "metadata.broker.list");
+        return b ? b : "BROKER";
+}
+
+int kafka_err_unreachable(rd_kafka_resp_err_t e)
+{
+        switch (e) {
+        case RD_KAFKA_RESP_ERR__TRANSPORT:
+        case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
+        case RD_KAFKA_RESP_ERR__RESOLVE:
+        case RD_KAFKA_RESP_ERR__TIMED_OUT:
+        case RD_KAFKA_RESP_ERR__TIMED_OUT_QUEUE:
+        case RD_KAFKA_RESP_ERR__WAIT_COORD:
+        case RD_KAFKA_RESP_ERR__SSL:
+        case RD_KAFKA_RESP_ERR__AUTHENTICATION:
+                return 1;
+        default:
+                return 0;
+        }
+}
+
 /* librdkafka's syslog levels onto dedupd's. */
 static int level_of(int syslog_level)
 {

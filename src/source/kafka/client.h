@@ -27,6 +27,14 @@ int kafka_user_set(const struct config *cfg, const char *name);
 /** The kafka: map's value of name, or NULL. */
 const char *kafka_property(const struct config *cfg, const char *name);
 
+/** bootstrap.servers (or metadata.broker.list) as configured: what every
+ *  "cannot reach the broker" message names. */
+const char *kafka_bootstrap(const struct config *cfg);
+
+/** 1 when e means no broker could be reached or answered (down, refused,
+ *  unresolvable, timed out, TLS or SASL failing), not that one refused. */
+int kafka_err_unreachable(rd_kafka_resp_err_t e);
+
 /**
  * A conf for role from the kafka: map, logging through dedupd's logger, then
  * `extra` (NULL-terminated name, value pairs; NULL: none) set over it.

@@ -19,8 +19,12 @@ struct kafka_source {
         const struct config *cfg;
         struct source_events ev;
         int fatal;
-        char fatal_msg[512];
+        char fatal_msg[1024];
         struct log_ratelimit rl;
+        int joined;            /* the group has handed this member an assignment (empty or not) */
+        int64_t deadline_ms;   /* startup: joined by then, or fail; 0: no deadline */
+        int startup_timeout_ms;
+        char last_error[512];  /* librdkafka's last error, for the startup failure */
 };
 
 static struct kafka_source *of(struct source *src) { return (struct kafka_source *)src; }
@@ -88,8 +92,10 @@ static struct pl_msg *poll_one(struct source *src, int timeout_ms)
         if (!rkm)
                 return NULL;
         if (rkm->err) {
-                if (rkm->err != RD_KAFKA_RESP_ERR__PARTITION_EOF && log_ratelimit_ok(&k->rl, 3, 10000))
-                        log_warn("kafka", "consumer: %s", rd_kafka_message_errstr(rkm));
+                if (rkm->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                        snprintf(k->last_error, sizeof(k->last_error), "%s", rd_kafka_message_errstr(rkm));
+                        log_limited(&k->rl, 3, 10000, LOG_WARN, "kafka", "consumer: %s", k->last_error);
+                }
                 rd_kafka_message_destroy(rkm);
                 return NULL;
         }
@@ -210,6 +216,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
         (void)rk;
         switch (err) {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+                k->joined = 1;
                 assign(k, parts);
                 break;
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
@@ -232,19 +239,58 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
                 k->fatal = 1;
                 return;
         }
-        if (log_ratelimit_ok(&k->rl, 3, 10000))
-                log_warn("kafka", "%s: %s", rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+        /* "1/1 brokers are down" says less than the refusal before it. */
+        if (err != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || !k->last_error[0])
+                snprintf(k->last_error, sizeof(k->last_error), "%s", reason);
+        /* "1/1 brokers are down" names none: say which. */
+        if (kafka_err_unreachable((rd_kafka_resp_err_t)err))
+                log_limited(&k->rl, 3, 10000, LOG_WARN, "kafka", "%s: %s (bootstrap.servers %s)",
+                            rd_kafka_err2name((rd_kafka_resp_err_t)err), reason, kafka_bootstrap(k->cfg));
+        else
+                log_limited(&k->rl, 3, 10000, LOG_WARN, "kafka", "%s: %s",
+                            rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
 }
 
 /* ---- life ------------------------------------------------------------------------ */
 
-static const char *failure(struct source *src) { return of(src)->fatal ? of(src)->fatal_msg : NULL; }
+void kafka_source_set_startup_deadline(struct source *src, int64_t deadline_ms, int timeout_ms)
+{
+        of(src)->deadline_ms = deadline_ms;
+        of(src)->startup_timeout_ms = timeout_ms;
+}
+
+/* Startup ends with the first assignment: until then the member is not in
+ * its group and consumes nothing, and past the deadline it says why. */
+static void check_startup(struct kafka_source *k)
+{
+        if (k->joined || k->fatal || !k->deadline_ms || log_now_ms() < k->deadline_ms)
+                return;
+        snprintf(k->fatal_msg, sizeof(k->fatal_msg),
+                 "startup: no assignment from consumer group %s within %d ms (startup_timeout_ms) from the Kafka "
+                 "broker(s) at %s (bootstrap.servers): %s%s",
+                 kafka_property(k->cfg, "group.id"), k->startup_timeout_ms, kafka_bootstrap(k->cfg),
+                 k->last_error[0] ? "last error: " : "",
+                 k->last_error[0] ? k->last_error
+                                  : "no error reported: the group's rebalance did not finish (it waits up to "
+                                    "session.timeout.ms for a member that vanished; see group.instance.id)");
+        k->fatal = 1;
+}
+
+static const char *failure(struct source *src)
+{
+        check_startup(of(src));
+        return of(src)->fatal ? of(src)->fatal_msg : NULL;
+}
 
 /* Everything committed to the database is acknowledged: make it visible to
- * lag monitoring before leaving the group. */
+ * lag monitoring before leaving the group. A member that never joined has
+ * nothing to commit and no group to leave: closing it would wait for the
+ * join it is stuck in (destroy skips it). */
 static void close_source(struct source *src)
 {
         struct kafka_source *k = of(src);
+        if (!k->joined)
+                return;
         rd_kafka_resp_err_t e = rd_kafka_commit(k->rk, NULL, 0);
         if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET)
                 log_warn("kafka", "final offset commit: %s", rd_kafka_err2str(e));
@@ -257,7 +303,8 @@ static void destroy(struct source *src)
 {
         struct kafka_source *k = of(src);
         if (k->rk)
-                rd_kafka_destroy(k->rk);
+                rd_kafka_destroy_flags(k->rk, k->joined ? 0 : RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+        log_ratelimit_flush(&k->rl);
         free(k);
 }
 

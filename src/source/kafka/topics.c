@@ -36,6 +36,7 @@ struct check {
         int errors;
         struct facts *facts;
         size_t nfacts;
+        char last_error[512]; /* librdkafka's last word on the connection, e.g. "Connection refused" */
 };
 
 static void say(struct check *ck, enum topics_severity sev, int line, int col, const char *msg)
@@ -71,23 +72,18 @@ static void facts_init(struct check *ck)
         }
 }
 
-static const char *bootstrap_of(const struct config *cfg)
-{
-        const char *b = kafka_property(cfg, "bootstrap.servers");
-        if (!b)
-                b = kafka_property(cfg, "metadata.broker.list");
-        return b ? b : "BROKER";
-}
-
-/* Wait for one admin result on q; NULL with why on a timeout or a request error. */
-static rd_kafka_event_t *admin_wait(rd_kafka_queue_t *q, int timeout_ms, char *why, size_t whysz)
+/* Wait for one admin result on q; NULL with why on a timeout or a request
+ * error, *code saying which (RD_KAFKA_RESP_ERR__TIMED_OUT when none came). */
+static rd_kafka_event_t *admin_wait(rd_kafka_queue_t *q, int timeout_ms, rd_kafka_resp_err_t *code, char *why,
+                                    size_t whysz)
 {
         rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 1000);
         if (!ev) {
-                snprintf(why, whysz, "no answer from the broker within %d ms", timeout_ms);
+                *code = RD_KAFKA_RESP_ERR__TIMED_OUT;
+                snprintf(why, whysz, "no answer within %d ms", timeout_ms);
                 return NULL;
         }
-        if (rd_kafka_event_error(ev)) {
+        if ((*code = rd_kafka_event_error(ev))) {
                 snprintf(why, whysz, "%s", rd_kafka_event_error_string(ev));
                 rd_kafka_event_destroy(ev);
                 return NULL;
@@ -131,16 +127,19 @@ static void facts_from_resource(struct check *ck, const rd_kafka_ConfigResource_
         }
 }
 
-/* Describe the topics named in facts (only those in state `which`). */
+/* Describe the topics named in facts (only those in state `which`): 0, or
+ * TOPICS_UNREACHABLE when no broker answered, TOPICS_INVALID when one
+ * refused the request (why says what). */
 static int describe(struct check *ck, rd_kafka_t *rk, enum topic_state which, int timeout_ms, char *why,
                     size_t whysz)
 {
+        rd_kafka_resp_err_t code = RD_KAFKA_RESP_ERR_NO_ERROR;
         rd_kafka_ConfigResource_t *res[ck->nfacts ? ck->nfacts : 1];
         rd_kafka_AdminOptions_t *opts = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
         rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
         rd_kafka_event_t *ev = NULL;
         size_t n = 0;
-        int rc = -1;
+        int rc = TOPICS_INVALID;
 
         for (size_t i = 0; i < ck->nfacts; i++)
                 if (ck->facts[i].state == which)
@@ -149,12 +148,16 @@ static int describe(struct check *ck, rd_kafka_t *rk, enum topic_state which, in
                 rc = 0;
                 goto out;
         }
-        if (rd_kafka_AdminOptions_set_request_timeout(opts, timeout_ms, why, whysz))
+        if (rd_kafka_AdminOptions_set_request_timeout(opts, timeout_ms, why, whysz)) {
+                rc = TOPICS_INVALID;
                 goto out;
+        }
         rd_kafka_DescribeConfigs(rk, res, n, opts, q);
-        ev = admin_wait(q, timeout_ms, why, whysz);
-        if (!ev)
+        ev = admin_wait(q, timeout_ms, &code, why, whysz);
+        if (!ev) {
+                rc = kafka_err_unreachable(code) ? TOPICS_UNREACHABLE : TOPICS_INVALID;
                 goto out;
+        }
         size_t cnt = 0;
         const rd_kafka_ConfigResource_t **rr =
                 rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &cnt);
@@ -214,7 +217,8 @@ static void create_dlqs(struct check *ck, rd_kafka_t *rk, int timeout_ms)
         rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
         rd_kafka_AdminOptions_set_operation_timeout(opts, timeout_ms, why, sizeof(why));
         rd_kafka_CreateTopics(rk, nt, n, opts, q);
-        rd_kafka_event_t *ev = admin_wait(q, timeout_ms, why, sizeof(why));
+        rd_kafka_resp_err_t code;
+        rd_kafka_event_t *ev = admin_wait(q, timeout_ms, &code, why, sizeof(why));
         if (ev) {
                 size_t cnt = 0;
                 const rd_kafka_topic_result_t **res =
@@ -248,7 +252,7 @@ static void check_source(struct check *ck, const struct topic_conf *t, const str
         snprintf(msg, sizeof(msg),
                  "topic %s does not exist on the broker: create it (kafka-topics.sh --bootstrap-server %s "
                  "--create --topic %s --partitions N) or correct the name",
-                 t->name, bootstrap_of(ck->cfg), t->name);
+                 t->name, kafka_bootstrap(ck->cfg), t->name);
         say(ck, TOPICS_ERROR, t->line, t->col, msg);
 }
 
@@ -269,7 +273,7 @@ static void check_dlq(struct check *ck, enum topics_mode mode, const struct topi
                          "be processed would wait for it forever; create it (kafka-topics.sh "
                          "--bootstrap-server %s --create --topic %s --partitions 1 --config "
                          "max.message.bytes=%" PRId64 ") or set dead_letter.create: true",
-                         t->dlq_topic, t->name, bootstrap_of(ck->cfg), t->dlq_topic,
+                         t->dlq_topic, t->name, kafka_bootstrap(ck->cfg), t->dlq_topic,
                          dlq_create_size(t, facts_of(ck, t->name)));
                 say(ck, TOPICS_ERROR, t->line, t->col, msg);
         } else if (d->state == TOPIC_FOUND && d->max_bytes >= 0 && d->max_bytes < need) {
@@ -281,7 +285,7 @@ static void check_dlq(struct check *ck, enum topics_mode mode, const struct topi
                          "--entity-name %s --add-config max.message.bytes=%" PRId64 ") or set "
                          "max_payload_bytes to at most %" PRId64,
                          t->dlq_topic, d->max_bytes, t->name, t->max_payload_bytes, need,
-                         bootstrap_of(ck->cfg), t->dlq_topic, need, d->max_bytes - TOPICS_DLQ_HEADROOM);
+                         kafka_bootstrap(ck->cfg), t->dlq_topic, need, d->max_bytes - TOPICS_DLQ_HEADROOM);
                 say(ck, TOPICS_ERROR, t->line, t->col, msg);
         }
 }
@@ -316,8 +320,9 @@ static void check_retention(struct check *ck, const struct topic_conf *t, const 
                           ms, c->name);
 }
 
-/* The broker could not be asked: say so once per topic, then go on. */
-static void unreachable(struct check *ck, const char *why)
+/* The broker answered but would not describe the topics (an ACL, say): say
+ * so once per topic, then go on. */
+static void unanswered(struct check *ck, const char *why)
 {
         char msg[1024];
         for (size_t i = 0; i < ck->cfg->topic_cnt; i++) {
@@ -330,22 +335,86 @@ static void unreachable(struct check *ck, const char *why)
         }
 }
 
-int topics_check(const struct config *cfg, enum topics_mode mode, int timeout_ms,
+/* librdkafka reports why it cannot connect through the error callback, on
+ * the main queue: kept so that "unreachable" can say why. */
+static void admin_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+        struct check *ck = opaque;
+        (void)rk;
+        /* "1/1 brokers are down" says less than the refusal before it. */
+        if (err != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || !ck->last_error[0])
+                snprintf(ck->last_error, sizeof(ck->last_error), "%s", reason);
+}
+
+static rd_kafka_t *admin_client(struct check *ck, char *why, size_t whysz)
+{
+        rd_kafka_conf_t *conf = kafka_conf(ck->cfg, KAFKA_ROLE_ADMIN, NULL, why, whysz);
+        rd_kafka_t *rk;
+        if (!conf)
+                return NULL;
+        rd_kafka_conf_set_opaque(conf, ck);
+        rd_kafka_conf_set_error_cb(conf, admin_error_cb);
+        if (!(rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, whysz)))
+                rd_kafka_conf_destroy(conf); /* on success conf is owned by rk */
+        return rk;
+}
+
+/* Where bootstrap.servers is written, for the message that names it. */
+static void bootstrap_pos(const struct config *cfg, int *line, int *col)
+{
+        *line = *col = 0;
+        for (size_t i = 0; i < cfg->kafka_cnt; i++)
+                if (!strcmp(cfg->kafka[i].name, "bootstrap.servers") || !strcmp(cfg->kafka[i].name, "metadata.broker.list")) {
+                        *line = cfg->kafka[i].line;
+                        *col = cfg->kafka[i].col;
+                }
+}
+
+/* No broker answered: one message naming them, nothing else is known. */
+static void unreachable(struct check *ck, rd_kafka_t *rk, int timeout_ms, const char *why)
+{
+        char msg[1400];
+        int line, col;
+        rd_kafka_poll(rk, 0); /* serves the error callback */
+        snprintf(msg, sizeof(msg), "cannot reach the Kafka broker(s) at %s (bootstrap.servers) within %d ms: %s%s%s",
+                 kafka_bootstrap(ck->cfg), timeout_ms, why, ck->last_error[0] ? "; last error: " : "",
+                 ck->last_error);
+        snprintf(ck->err, ck->errsz, "%s", msg);
+        bootstrap_pos(ck->cfg, &line, &col);
+        if (ck->report)
+                ck->report(ck->opaque, TOPICS_ERROR, ck->cfg->path, line, col, msg);
+}
+
+enum topics_rc topics_check(const struct config *cfg, enum topics_mode mode, int timeout_ms,
                  topics_report_cb *report, void *opaque, int64_t *dlq_max_bytes, char *err,
                  size_t errsz)
 {
         struct check ck = {.cfg = cfg, .report = report, .opaque = opaque, .err = err, .errsz = errsz};
         rd_kafka_t *rk = NULL;
         char why[512];
+        int rc;
 
         if (errsz)
                 err[0] = '\0';
         for (size_t i = 0; dlq_max_bytes && i < cfg->topic_cnt; i++)
                 dlq_max_bytes[i] = -1;
         facts_init(&ck);
-        rk = kafka_client(cfg, RD_KAFKA_PRODUCER, KAFKA_ROLE_ADMIN, NULL, why, sizeof(why));
-        if (!rk || describe(&ck, rk, TOPIC_UNKNOWN, timeout_ms, why, sizeof(why))) {
-                unreachable(&ck, why);
+        if (!(rk = admin_client(&ck, why, sizeof(why)))) {
+                char msg[600];
+                int line, col;
+                snprintf(msg, sizeof(msg), "cannot create a Kafka client: %s", why);
+                bootstrap_pos(cfg, &line, &col);
+                say(&ck, TOPICS_ERROR, line, col, msg);
+                goto out;
+        }
+        if ((rc = describe(&ck, rk, TOPIC_UNKNOWN, timeout_ms, why, sizeof(why)))) {
+                if (rc == TOPICS_UNREACHABLE) {
+                        unreachable(&ck, rk, timeout_ms, why);
+                        rd_kafka_destroy(rk);
+                        free(ck.facts);
+                        return TOPICS_UNREACHABLE;
+                }
+                unanswered(&ck, why);
                 goto out;
         }
         if (mode == TOPICS_CREATE_MISSING) {
@@ -366,5 +435,5 @@ out:
         if (rk)
                 rd_kafka_destroy(rk);
         free(ck.facts);
-        return ck.errors ? -1 : 0;
+        return ck.errors ? TOPICS_INVALID : TOPICS_OK;
 }

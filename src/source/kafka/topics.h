@@ -22,6 +22,13 @@ enum topics_severity { TOPICS_WARN = 1, TOPICS_ERROR = 2 };
 typedef void(topics_report_cb)(void *opaque, enum topics_severity sev, const char *file, int line,
                                int col, const char *msg);
 
+enum topics_rc {
+        TOPICS_OK = 0,
+        TOPICS_INVALID,     /* a check failed: the first problem in err */
+        TOPICS_UNREACHABLE, /* no broker answered: nothing was checked; err names
+                             * bootstrap.servers and says why */
+};
+
 enum topics_mode {
         TOPICS_CHECK_ONLY,     /* dedupctl check: report, change nothing */
         TOPICS_CREATE_MISSING, /* dedupd: create dead-letter topics that say dead_letter.create */
@@ -38,13 +45,16 @@ enum topics_mode {
  *    TOPICS_DLQ_HEADROOM;
  *  - each retention class keeps keys at least as long as its topic keeps
  *    messages (unless allow_shorter_than_topic).
- * A broker that does not answer within timeout_ms is a warning, not an
- * error: nothing can be told. Each problem goes to report (NULL: logged).
- * dlq_max_bytes (cfg->topic_cnt entries, may be NULL) receives each topic's
- * dead-letter max.message.bytes, -1 where unknown. Returns 0, or -1 when any
- * check failed (the first message in err).
+ * No broker answering within timeout_ms is TOPICS_UNREACHABLE (reported
+ * as an error located at bootstrap.servers; not logged when report is NULL:
+ * the daemon waits and says so itself). A broker that answers but refuses
+ * the request (an ACL) is a warning per topic: nothing can be told. Each
+ * problem goes to report (NULL: logged). dlq_max_bytes (cfg->topic_cnt
+ * entries, may be NULL) receives each topic's dead-letter
+ * max.message.bytes, -1 where unknown. TOPICS_INVALID when any check failed
+ * (the first message in err).
  */
-int topics_check(const struct config *cfg, enum topics_mode mode, int timeout_ms,
+enum topics_rc topics_check(const struct config *cfg, enum topics_mode mode, int timeout_ms,
                  topics_report_cb *report, void *opaque, int64_t *dlq_max_bytes, char *err,
                  size_t errsz) __attribute__((warn_unused_result));
 
