@@ -14,6 +14,7 @@
 
 #include "base/config_impl.h"
 #include "base/keyspec.h"
+#include "base/redact.h"
 
 /* F_ENUM rows store into enum members as int. */
 _Static_assert(sizeof(enum topic_mode) == sizeof(int), "enum size");
@@ -42,7 +43,9 @@ void config_errors_add(struct config_errors *errs, const char *file, int line, i
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        char *full = xasprintf("%s:%d:%d: %s", file, line, col, msg);
+        char *hidden = redact_text(msg); /* a value echoed back may be a secret read from a file */
+        char *full = xasprintf("%s:%d:%d: %s", file, line, col, hidden ? hidden : msg);
+        free(hidden);
         errs->msgs = xrealloc(errs->msgs, (errs->cnt + 1) * sizeof(*errs->msgs));
         errs->pos = xrealloc(errs->pos, (errs->cnt + 1) * sizeof(*errs->pos));
         errs->pos[errs->cnt] = (long)line * 100000 + col;
@@ -378,6 +381,8 @@ static void walk_map(struct walk *w, const yaml_node_t *map, const struct field 
         }
         require(w, map, fields, seen, prefix);
 }
+static int secret_property(const char *name);
+
 static void walk_kafka(struct walk *w, const yaml_node_t *n)
 {
         struct config *cfg = w->cfg;
@@ -399,6 +404,8 @@ static void walk_kafka(struct walk *w, const yaml_node_t *n)
                 char *val = scalar_value(w, v, path);
                 if (!val)
                         continue;
+                if (secret_property(scalar(k)))
+                        redact_add(val); /* however it got here: never in a log line */
                 struct config_kv *nk = xrealloc(cfg->kafka, (cfg->kafka_cnt + 1) * sizeof(*nk));
                 cfg->kafka = nk;
                 cfg->kafka[cfg->kafka_cnt++] =
@@ -698,6 +705,13 @@ static int secret_property(const char *name)
                strstr(name, "ssl.key.pem") || strstr(name, "oauthbearer.config");
 }
 
+/* A value as config_dump shows it: a secret row, or one that holds a
+ * secret read from a file (a handler's password in its config), is not. */
+static const char *shown(int secret, const char *v)
+{
+        return secret || redact_contains(v) ? "(set, not shown)" : v;
+}
+
 static void dump_fields(FILE *fp, const struct field *fields, const void *base, const char *prefix)
 {
         for (const struct field *f = fields; f->name; f++) {
@@ -708,7 +722,7 @@ static void dump_fields(FILE *fp, const struct field *fields, const void *base, 
                 switch (f->type) {
                 case F_STR:
                         if (*(char *const *)slot)
-                                fprintf(fp, "%s: %s\n", path, f->secret ? "(set, not shown)" : *(char *const *)slot);
+                                fprintf(fp, "%s: %s\n", path, shown(f->secret, *(char *const *)slot));
                         break;
                 case F_INT: fprintf(fp, "%s: %d\n", path, *(const int *)slot); break;
                 case F_DURATION:
@@ -726,7 +740,7 @@ static void dump_fields(FILE *fp, const struct field *fields, const void *base, 
                         if (!*(json_t *const *)slot)
                                 break;
                         tree = json_dumps(*(json_t *const *)slot, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-                        fprintf(fp, "%s: %s\n", path, tree ? tree : "?");
+                        fprintf(fp, "%s: %s\n", path, tree ? shown(0, tree) : "?");
                         free(tree);
                         break;
                 default: break; /* the lists: config_dump walks them */
@@ -739,7 +753,7 @@ void config_dump(const struct config *cfg, FILE *fp)
         dump_fields(fp, config_top_fields, cfg, "");
         for (size_t i = 0; i < cfg->kafka_cnt; i++)
                 fprintf(fp, "kafka.%s: %s\n", cfg->kafka[i].name,
-                        secret_property(cfg->kafka[i].name) ? "(set, not shown)" : cfg->kafka[i].value);
+                        shown(secret_property(cfg->kafka[i].name), cfg->kafka[i].value));
         for (size_t i = 0; i < cfg->topic_cnt; i++) {
                 char prefix[64];
                 snprintf(prefix, sizeof(prefix), "topics[%zu].", i);

@@ -175,7 +175,7 @@ static const struct field http_fields[] = {
 
 static const struct field postgres_fields[] = {
         {.name = "conninfo", .type = F_STR, .off = COFF(pg_conninfo), .required = 1, .secret = 1,
-         .desc = "libpq connection string or URI; put the password in ${ENV} or ~/.pgpass (never logged)"},
+         .desc = "libpq connection string or URI; put the password in ${ENV}, ${file:/path} or ~/.pgpass (never logged)"},
         {.name = "retry_max_ms", .type = F_INT, .off = COFF(db_retry_max_ms), .def = "5000", .min = 10, .max = 600000,
          .desc = "Longest wait between reconnection attempts while the database is down"},
         {.name = NULL},
