@@ -17,6 +17,7 @@
 #include "source/kafka/topics.h"
 #include "pg/audit.h"
 #include "pg/store.h"
+#include "pg/grants.h"
 #include "pg/schema.h"
 #include "tools/verify.h"
 
@@ -37,6 +38,12 @@ static void usage(FILE *fp)
                 "                         retention class: warnings as file:line:column: warning: ...\n"
                 "  migrate -c FILE        apply the schema migrations and run each handler's setup (its\n"
                 "                         tables), as dedupd does at start\n"
+                "  grant   -c FILE --role NAME [--table T]... [--apply]\n"
+                "                         the GRANTs that let role NAME, which owns nothing, run dedupd\n"
+                "                         on the schema FILE's conninfo migrated: USAGE on schema dedupd,\n"
+                "                         SELECT, INSERT, UPDATE, DELETE on its tables (SELECT only on\n"
+                "                         schema_migrations), its sequences, and each handler table T;\n"
+                "                         printed, or with --apply run in one transaction (as the owner)\n"
                 "  inspect -c FILE KEY    show a key's record (status, first response, origin, times)\n"
                 "  stats   -c FILE        keys by status and per-partition progress of the namespace\n"
                 "  purge   -c FILE [--batch N] [--dry-run]\n"
@@ -234,6 +241,36 @@ static int cmd_migrate(struct config *cfg)
         return rc;
 }
 
+/* The statements come from the server (format %I, ::regclass): a role or
+ * table name is never pasted into SQL here. */
+static int cmd_grant(struct config *cfg, const char *role, const char *const *tables, size_t ntables, int apply)
+{
+        struct store *s = connect_db(cfg);
+        struct grants g;
+        char err[1024];
+        int rc = 0;
+        if (!s)
+                return 2;
+        if (store_grants(s, role, tables, ntables, &g, err, sizeof(err))) {
+                fprintf(stderr, "dedupctl grant: %s\n", err);
+                store_free(s);
+                return 1;
+        }
+        for (size_t i = 0; i < g.cnt; i++)
+                printf("%s;\n", g.sql[i]);
+        if (apply) {
+                if (store_grants_apply(s, &g, err, sizeof(err))) {
+                        fprintf(stderr, "dedupctl grant: not applied (none of them): %s\n", err);
+                        rc = 1;
+                } else {
+                        printf("applied %zu statement%s\n", g.cnt, g.cnt == 1 ? "" : "s");
+                }
+        }
+        grants_free(&g);
+        store_free(s);
+        return rc;
+}
+
 static int cmd_inspect(struct config *cfg, const char *key)
 {
         struct store *s = connect_db(cfg);
@@ -293,6 +330,10 @@ struct args {
         const char *topic, *partitions, *to_offset, *to_time, *from_offset, *from_time, *since;
         const char *batch, *rate; /* purge --batch, plan --rate */
         int to_beginning, reproduce, dry_run, expect_caught_up, print, offline;
+        const char *role;           /* grant --role */
+        const char *tables[64];     /* grant --table, repeated */
+        size_t table_cnt;
+        int apply;                  /* grant --apply */
 };
 
 static int parse_offset(const char *opt, const char *s, int64_t *out)
@@ -436,15 +477,16 @@ static int cmd_plan(struct config *cfg, double rate)
 }
 
 /* The commands, and which options each takes. */
-enum cmd_id { CMD_CHECK, CMD_MIGRATE, CMD_INSPECT, CMD_STATS, CMD_PURGE, CMD_PLAN, CMD_REPLAY, CMD_VERIFY };
+enum cmd_id { CMD_CHECK, CMD_MIGRATE, CMD_INSPECT, CMD_STATS, CMD_PURGE, CMD_PLAN, CMD_REPLAY, CMD_VERIFY, CMD_GRANT };
 #define ONLY(c) (1u << (c))
-static const char *const cmd_names[] = {"check", "migrate", "inspect", "stats", "purge", "plan", "replay", "verify"};
+static const char *const cmd_names[] = {"check", "migrate", "inspect", "stats", "purge",
+                                        "plan",  "replay",  "verify",  "grant"};
 #define CMD_CNT (sizeof(cmd_names) / sizeof(cmd_names[0]))
 
 enum {
         OPT_PARTITIONS = 256, OPT_TO_BEGINNING, OPT_TO_OFFSET, OPT_TO_TIME, OPT_FROM_OFFSET, OPT_FROM_TIME,
         OPT_REPRODUCE, OPT_DRY_RUN, OPT_SINCE, OPT_EXPECT_CAUGHT_UP, OPT_BATCH, OPT_RATE, OPT_PRINT,
-        OPT_OFFLINE,
+        OPT_OFFLINE, OPT_ROLE, OPT_TABLE, OPT_APPLY,
 };
 static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
@@ -464,6 +506,9 @@ static const struct option opts[] = {
         {"rate", required_argument, NULL, OPT_RATE},
         {"print", no_argument, NULL, OPT_PRINT},
         {"offline", no_argument, NULL, OPT_OFFLINE},
+        {"role", required_argument, NULL, OPT_ROLE},
+        {"table", required_argument, NULL, OPT_TABLE},
+        {"apply", no_argument, NULL, OPT_APPLY},
         {NULL, 0, NULL, 0},
 };
 
@@ -478,6 +523,9 @@ static unsigned option_scope(int opt)
         case OPT_PRINT:
         case OPT_OFFLINE: return ONLY(CMD_CHECK);
         case OPT_DRY_RUN: return ONLY(CMD_REPLAY) | ONLY(CMD_PURGE);
+        case OPT_ROLE:
+        case OPT_TABLE:
+        case OPT_APPLY: return ONLY(CMD_GRANT);
         case 'c':
         case 'h': return ~0u;
         default: return ONLY(CMD_REPLAY); /* -t and the positions */
@@ -513,6 +561,15 @@ static int take_option(int opt, struct args *a)
         case OPT_RATE: a->rate = optarg; break;
         case OPT_PRINT: a->print = 1; break;
         case OPT_OFFLINE: a->offline = 1; break;
+        case OPT_ROLE: a->role = optarg; break;
+        case OPT_TABLE:
+                if (a->table_cnt == sizeof(a->tables) / sizeof(a->tables[0])) {
+                        fprintf(stderr, "dedupctl grant: at most %zu --table options\n", a->table_cnt);
+                        return 2;
+                }
+                a->tables[a->table_cnt++] = optarg;
+                break;
+        case OPT_APPLY: a->apply = 1; break;
         default: usage(stderr); return 2;
         }
         return -1;
@@ -585,6 +642,10 @@ static int run_command(enum cmd_id id, const struct args *a, const char *key)
         double rate = 0;
         int batch = 0, rc = 2;
 
+        if (id == CMD_GRANT && (!a->role || !*a->role)) {
+                fprintf(stderr, "dedupctl grant: --role NAME is required: the role dedupd runs as\n");
+                return 2;
+        }
         if ((id == CMD_PURGE && purge_batch_of(a, &batch)) || (id == CMD_PLAN && plan_rate_of(a, &rate)) ||
             (id == CMD_REPLAY && replay_opts_from(a, &ro, &parts))) {
                 free(parts);
@@ -603,6 +664,7 @@ static int run_command(enum cmd_id id, const struct args *a, const char *key)
         case CMD_PLAN: rc = cmd_plan(cfg, rate); break;
         case CMD_REPLAY: rc = cmd_replay(cfg, &ro); break;
         case CMD_VERIFY: rc = cmd_verify(cfg, a); break;
+        case CMD_GRANT: rc = cmd_grant(cfg, a->role, a->tables, a->table_cnt, a->apply); break;
         }
         config_free(cfg);
         free(parts);

@@ -288,6 +288,31 @@ static int connect_store(struct daemon *d)
         return -1;
 }
 
+/* A current schema is only read: a role that owns nothing (see the README's
+ * Database roles) starts. One behind is migrated when the role may, and
+ * otherwise the error names the command that migrates it. -1 to go on. */
+static int schema_ready(struct daemon *d)
+{
+        char err[1024];
+        int applied, known;
+        if (store_schema_version(d->store, &applied, &known, err, sizeof(err))) {
+                log_error("dedupd", "cannot read the version of schema dedupd: %s", err);
+                return 1;
+        }
+        if (applied == known) {
+                log_debug("dedupd", "schema dedupd is at version %d: nothing to migrate", applied);
+                return -1;
+        }
+        if (store_migrate(d->store, err, sizeof(err))) {
+                log_error("dedupd",
+                          "schema dedupd is at version %d of %d and migrating it failed: %s (run `dedupctl migrate "
+                          "-c FILE` as the role that owns schema dedupd, then start dedupd again)",
+                          applied, known, err);
+                return 1;
+        }
+        return -1;
+}
+
 /* Everything that must hold before the group is joined; the exit code on failure, -1 to go on. */
 static int prepare(struct daemon *d)
 {
@@ -297,10 +322,8 @@ static int prepare(struct daemon *d)
         d->dlq_max_bytes = xcalloc(d->cfg->topic_cnt, sizeof(*d->dlq_max_bytes));
         if ((rc = check_topics(d)) >= 0 || (rc = connect_store(d)) >= 0)
                 return rc;
-        if (store_migrate(d->store, err, sizeof(err))) {
-                log_error("dedupd", "schema migration failed: %s", err);
-                return 1;
-        }
+        if ((rc = schema_ready(d)) >= 0)
+                return rc;
         if (!(d->producer = producer_new(d->cfg, d->dlq_max_bytes, err, sizeof(err)))) {
                 log_error("dedupd", "Kafka producer: %s", err);
                 return 1;
