@@ -26,7 +26,14 @@ static const char *const schema_grants_sql =
 static const char *const table_grants_sql =
         "SELECT format('GRANT USAGE ON SCHEMA %I TO %I', n.nspname, $1::text) "
         "  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $2::regclass "
-        "UNION ALL SELECT format('GRANT " DML " ON TABLE %s TO %I', $2::regclass, $1::text)";
+        "  AND NOT EXISTS (SELECT 1 FROM aclexplode(n.nspacl) a " /* PUBLIC has it already (schema public) */
+        "                  WHERE a.grantee = 0 AND a.privilege_type = 'USAGE') "
+        "UNION ALL SELECT format('GRANT " DML " ON TABLE %s TO %I', $2::regclass, $1::text) "
+        /* its serial and identity columns' sequences */
+        "UNION ALL (SELECT format('GRANT USAGE, SELECT ON SEQUENCE %s TO %I', s.oid::regclass, $1::text) "
+        "  FROM pg_depend d JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S' "
+        "  WHERE d.classid = 'pg_class'::regclass AND d.refobjid = $2::regclass AND d.deptype IN ('a', 'i') "
+        "  ORDER BY 1)";
 
 static void add_rows(struct grants *g, const PGresult *r)
 {

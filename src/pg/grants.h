@@ -18,7 +18,8 @@ struct grants {
  * its tables but schema_migrations (SELECT only: the role reads the version
  * and never moves it), USAGE and SELECT on its sequences; then the same DML
  * on each of the handler's tables (names as regclass reads them: "account",
- * "app.ledger"). An unknown table is an error naming it.
+ * "app.ledger"), USAGE on its schema and on its serial or identity columns'
+ * sequences. An unknown table is an error naming it.
  */
 enum store_rc store_grants(struct store *s, const char *role, const char *const *tables, size_t ntables,
                            struct grants *out, char *err, size_t errsz) __attribute__((warn_unused_result));
