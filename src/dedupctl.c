@@ -155,7 +155,7 @@ static int cmd_check(struct config *cfg, int print, int offline)
         if (!offline) {
                 enum topics_rc t = topics_check(cfg, TOPICS_CHECK_ONLY, TOPICS_CHECK_TIMEOUT_MS, check_topics, &ck,
                                                 NULL, rerr, sizeof(rerr));
-                int unreachable = t == TOPICS_UNREACHABLE;
+                int unreachable = t == TOPICS_UNREACHABLE || t == TOPICS_REFUSED;
                 if (t == TOPICS_INVALID)
                         bad = 1;
                 /* Unreachable: exit 2, as every dedupctl command, whatever else was found. */

@@ -213,6 +213,12 @@ static int check_topics(struct daemon *d)
                 int timeout = left < TOPICS_CHECK_TIMEOUT_MS ? (int)(left > 1000 ? left : 1000) : TOPICS_CHECK_TIMEOUT_MS;
                 enum topics_rc t = topics_check(d->cfg, TOPICS_CREATE_MISSING, timeout, NULL, NULL, d->dlq_max_bytes,
                                                 err, sizeof(err));
+                if (t == TOPICS_REFUSED) { /* a wrong CA or password: no wait mends it */
+                        log_ratelimit_flush(&rl);
+                        log_error("dedupd", "startup: %s", err);
+                        rc = 1;
+                        break;
+                }
                 if (t != TOPICS_UNREACHABLE) {
                         rc = t == TOPICS_OK ? -1 : 2;
                         break;
