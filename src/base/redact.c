@@ -15,7 +15,7 @@ static size_t cnt;
 
 void redact_add(const char *secret)
 {
-        if (!secret || strlen(secret) < REDACT_MIN_LEN)
+        if (!secret || strlen(secret) < REDACT_MIN_LEN || cnt >= REDACT_MAX)
                 return;
         pthread_mutex_lock(&mu);
         for (size_t i = 0; i < cnt; i++)

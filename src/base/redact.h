@@ -8,6 +8,11 @@
  *  hide more than it protects. */
 #define REDACT_MIN_LEN 4
 
+/** The most remembered: a process has a handful; a fuzzer loading configs
+ *  by the million must not grow the list (and every log line's scan) for
+ *  ever. Past it, redact_add logs nothing and keeps nothing. */
+#define REDACT_MAX 1024
+
 /** What a secret is replaced with. */
 #define REDACT_MARK "(secret)"
 
