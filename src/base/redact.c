@@ -15,9 +15,11 @@ static size_t cnt;
 
 void redact_add(const char *secret)
 {
-        if (!secret || strlen(secret) < REDACT_MIN_LEN || cnt >= REDACT_MAX)
+        if (!secret || strlen(secret) < REDACT_MIN_LEN)
                 return;
         pthread_mutex_lock(&mu);
+        if (cnt >= REDACT_MAX)
+                goto out;
         for (size_t i = 0; i < cnt; i++)
                 if (!strcmp(secrets[i], secret))
                         goto out;
