@@ -4,8 +4,9 @@
 # written at format time). The workload is produced over PLAINTEXT; every
 # client dedupd and dedupctl make (consumer, dead-letter producer, topic
 # check, verify's lag reader) speaks SASL_SSL, the password read from a file.
-# 1. dedupd applies a workload with duplicates exactly once (rows, balances),
-#    and dedupctl check and verify reach the broker the same way;
+# 1. dedupd applies a workload with duplicates exactly once (rows, balances)
+#    and dead-letters its one bad message, and dedupctl check and verify
+#    reach the broker the same way;
 # 2. a wrong CA and a wrong password each make dedupd exit 1 within
 #    startup_timeout_ms with one ERROR line naming what failed, and dedupctl
 #    check exit 2 naming it;
@@ -33,6 +34,7 @@ tls_config "$WORK/tls.yaml" "$DEDUPD_TLS_DIR/ca.crt" "$WORK/kafka-password"
 "$DEDUPCTL" check -c "$WORK/tls.yaml" >"$WORK/check.out" 2>&1 || fail "dedupctl check over SASL_SSL: $(cat "$WORK/check.out")"
 "$DEDUPCTL" migrate -c "$WORK/tls.yaml" >/dev/null
 workload "$WORK/w.txt" "$WORK/keys.txt" 4000 2500
+echo 'not json: dead-lettered by the producer, over SASL_SSL too' >>"$WORK/w.txt"
 "$KT" produce -t "$T" <"$WORK/w.txt"
 # At debug, with librdkafka's own security and broker debugging: the lines
 # most likely to carry a secret.
@@ -45,7 +47,10 @@ stop tls
 check_invariants "$WORK/keys.txt"
 assert_eq "$(sql "SELECT count(*) FROM dedupd.keys")" 2500 "keys"
 assert_eq "$(kafka_lag "$T")" 0 "the group's lag (committed over SASL_SSL)"
-log "ok: 4000 messages over SASL_SSL/SCRAM-SHA-512, 2500 keys applied exactly once; check and verify reach the broker"
+"$KT" dump -t "$T.dlq" >"$WORK/dlq.txt"
+assert_eq "$(grep -c '^  dedupd.reason=' "$WORK/dlq.txt")" 1 "dead letters (sent by dedupd's producer over SASL_SSL)"
+grep -q 'not json: dead-lettered' "$WORK/dlq.txt" || fail "the dead letter: $(cat "$WORK/dlq.txt")"
+log "ok: 4001 messages over SASL_SSL/SCRAM-SHA-512, 2500 keys applied exactly once, the one bad message dead-lettered; check and verify reach the broker"
 
 # ---- 2. wrong CA, wrong password: fail fast and say what ---------------------------
 # expect_failure NAME CONFIG WANT...: dedupd exits 1 well within its 15 s
