@@ -309,6 +309,11 @@ static int schema_ready(struct daemon *d)
                 log_debug("dedupd", "schema dedupd is at version %d: nothing to migrate", applied);
                 return -1;
         }
+        if (applied > known) {
+                log_error("dedupd", "schema dedupd is at version %d but this dedupd knows only %d: it was migrated by a "
+                          "newer dedupd", applied, known);
+                return 1;
+        }
         if (store_migrate(d->store, err, sizeof(err))) {
                 log_error("dedupd",
                           "schema dedupd is at version %d of %d and migrating it failed: %s (run `dedupctl migrate "
