@@ -54,7 +54,6 @@ int conninfo_params_init(struct conninfo_params *p, const char *conninfo, int de
         size_t n = 0, k = 0;
 
         memset(p, 0, sizeof(*p));
-        redact_add(getenv("PGPASSWORD")); /* libpq's own source of the password */
         if (!(p->opts = PQconninfoParse(conninfo, &perr))) {
                 if (perr)
                         redact(perr, err, errsz);
