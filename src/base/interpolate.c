@@ -29,6 +29,10 @@ static char *read_secret_file(const char *path, char *err, size_t errsz)
                 snprintf(err, errsz, "${file:%s}: the path must be absolute", path);
                 return NULL;
         }
+        if (!stat(path, &st) && !S_ISREG(st.st_mode)) { /* before fopen: opening a FIFO would block */
+                snprintf(err, errsz, "${file:%s}: not a regular file of at most %d bytes", path, SECRET_FILE_MAX);
+                return NULL;
+        }
         if (!(fp = fopen(path, "rb"))) {
                 snprintf(err, errsz, "${file:%s}: cannot read the secret file: %s", path, strerror(errno));
                 return NULL;
