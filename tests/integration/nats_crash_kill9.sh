@@ -53,4 +53,8 @@ assert_eq "$(consumer_field ack_pending)" 0 "messages left unacknowledged"
 assert_eq "$(consumer_field pending)" 0 "messages not yet delivered"
 # A restart after a kill found deliveries in flight and started the consumer again where the database was.
 grep -q "creating it again at stream sequence" "$WORK/d1.log" || fail "no restart put the consumer back at the database's position"
+# The third batch, committed and never acked, came back and was absorbed (the
+# workload itself holds 3000 duplicates).
+dups=$(sql "SELECT sum(duplicates) FROM dedupd.offsets")
+((dups >= 3100)) || fail "only $dups duplicates absorbed: the unacknowledged third batch was not delivered again"
 log "effects: $(sql "SELECT count(*) FROM transfer_ledger"), rejections: $(sql "SELECT count(*) FROM dedupd.keys WHERE status = 'FAILED'"), duplicates absorbed: $(sql "SELECT sum(duplicates) FROM dedupd.offsets")"

@@ -56,16 +56,21 @@ EOF2
 # last_seq: the stream sequence of the subject's last message
 last_seq() { "$NT" lastseq "$STREAM" "$SUBJ"; }
 
-# nats_done [SECONDS]: until the database's position is past the subject's last message
+# nats_done [SECONDS]: until the database's position is past the subject's
+# last message and the consumer holds nothing unacknowledged (a delivery lost
+# in a reconnect comes back after ack_wait, below that position)
 nats_done() {
-        local secs=${1:-120} want got
+        local secs=${1:-120} want got inflight=?
         want=$(($(last_seq) + 1))
         for ((i = 0; i < secs * 10; i++)); do
                 got=$(progressed "$SUBJ")
-                [[ $got == "$want" ]] && return 0
+                if [[ $got == "$want" ]]; then
+                        inflight=$(consumer_field ack_pending)
+                        [[ $inflight == 0 && $(consumer_field pending) == 0 ]] && return 0
+                fi
                 sleep 0.1
         done
-        fail "timed out: the database is at $got, the subject's next sequence is $want"
+        fail "timed out: the database is at $got, the subject's next sequence is $want, $inflight unacknowledged"
 }
 
 # consumer_field NAME: ack_floor, delivered, pending, ack_pending or waiting of dedupd's consumer

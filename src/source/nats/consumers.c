@@ -125,15 +125,21 @@ enum nats_check_rc nats_consumer_ensure(struct nats_link *l, const struct config
         uint64_t floor = ci->AckFloor.Stream, delivered = ci->Delivered.Stream;
         int64_t in_flight = ci->NumAckPending;
         jsConsumerInfo_Destroy(ci);
-        /* Nothing in flight and where the database is: it goes on as it is. */
-        if (!in_flight && (start < 1 || (uint64_t)start == delivered + 1))
+        /* Below the acknowledged floor everything was acknowledged after its
+         * COMMIT; above it a delivery may have been lost on its way (the
+         * database's position is only the highest sequence committed). So
+         * the consumer starts after its floor, or at the database's position
+         * where that is lower (dedupctl replay moved it back). */
+        int64_t at = (int64_t)floor + 1;
+        if (start >= 1 && start < at)
+                at = start;
+        /* Nothing in flight and standing there: it goes on as it is. */
+        if (!in_flight && (uint64_t)at == delivered + 1)
                 return NATS_CHECK_OK;
-        /* What a dead predecessor held would come back only after ack_wait, and
-         * a consumer past the database would skip what it never committed:
-         * start again at the database's position (or the acknowledged floor). */
-        int64_t at = start >= 1 ? start : (int64_t)floor + 1;
+        /* A dead predecessor's deliveries would come back only after ack_wait:
+         * start again now (what was committed comes back and is absorbed). */
         log_info("nats", "consumer %s: acknowledged up to %" PRIu64 ", delivered up to %" PRIu64 ", %" PRId64
-                         " in flight; the database says %" PRId64 ": creating it again at stream sequence %" PRId64,
+                         " in flight, the database at %" PRId64 ": creating it again at stream sequence %" PRId64,
                  name, floor, delivered, in_flight, start, at);
         return nats_consumer_reset(l, cfg, t, at, -1, NULL, err, errsz);
 }

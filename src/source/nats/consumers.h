@@ -19,12 +19,15 @@ enum nats_check_rc nats_stream_check(struct nats_link *l, const struct config *c
                                      size_t errsz);
 
 /**
- * Topic t's consumer, so that it delivers from start (a stream sequence,
- * >= 1; -1: wherever it is, or from the stream's first message when it is
- * new). An existing consumer that holds unacknowledged deliveries (a
- * predecessor died with them) or stands elsewhere than start is deleted and
- * created again at start (or after its acknowledged floor): the database's
- * position is authoritative, and re-delivered messages are absorbed.
+ * Topic t's consumer, so that it delivers everything not yet acknowledged.
+ * New, it starts at start (the database's position, a stream sequence >= 1)
+ * or, with start -1, at the stream's first message. Existing, it starts
+ * after its acknowledged floor, or at start where that is lower (the
+ * database was moved back); it is deleted and created again there when it
+ * stands elsewhere or holds deliveries (a predecessor died with them).
+ * Never past a message that was not acknowledged: a delivery lost on its
+ * way can sit below the database's position. Re-delivered messages are
+ * absorbed by the dedup table.
  */
 enum nats_check_rc nats_consumer_ensure(struct nats_link *l, const struct config *cfg, size_t t, int64_t start,
                                         char *err, size_t errsz);

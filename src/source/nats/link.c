@@ -69,7 +69,8 @@ static void on_disconnected(natsConnection *nc, void *closure)
 {
         const struct nats_link *l = closure;
         (void)nc;
-        log_warn("nats", "disconnected from %s; reconnecting (acks and publishes wait)", l->server);
+        if (!l->closing)
+                log_warn("nats", "disconnected from %s; reconnecting (acks and publishes wait)", l->server);
 }
 
 static void on_reconnected(natsConnection *nc, void *closure)
@@ -149,6 +150,7 @@ void nats_link_close(struct nats_link *l)
                 jsCtx_Destroy(l->js);
         if (l->nc) {
                 natsConnection_FlushTimeout(l->nc, 2000); /* acks on their way */
+                l->closing = 1;
                 natsConnection_Close(l->nc);
                 natsConnection_Destroy(l->nc);
         }
