@@ -18,7 +18,8 @@ publish() { "$NT" pub "$SUBJ" "$@"; }
 
 # write_nats_config FILE [EXTRA_TOP_LEVEL_NATS_YAML] [EXTRA_TOPIC_YAML]: the transfer handler on SUBJ
 write_nats_config() {
-        local file=$1 nats_extra=${2:-} extra=${3:-}
+        local file=$1 nats_extra=${2:-} extra=${3:-} key='{json:order_id}'
+        [[ -z ${KEY_SUBJECT:-} ]] || key=$KEY_SUBJECT
         cat >"$file" <<EOF2
 namespace: it-$ID
 log_level: ${LOG_LEVEL:-info}
@@ -36,7 +37,7 @@ $nats_extra
 topics:
   - name: $SUBJ
     key:
-      subject: "{json:order_id}"
+      subject: "$key"
       action: PAY
     handler:
       path: "$BUILD/transfer.so"
