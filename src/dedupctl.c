@@ -15,6 +15,7 @@
 #include "core/retention.h"
 #include "tools/plan.h"
 #include "source/kafka/topics.h"
+#include "source/nats/consumers.h"
 #include "pg/audit.h"
 #include "pg/store.h"
 #include "pg/schema.h"
@@ -120,10 +121,41 @@ static int check_database(const struct config *cfg)
         return 0;
 }
 
+/* source: nats — the server answers and holds the stream: 0, 1 (no such
+ * stream) or 2 (no answer), the reason on stderr. */
+static int check_nats(const struct config *cfg)
+{
+        struct nats_link l;
+        char err[1200];
+        uint64_t last = 0;
+        if (nats_link_open(&l, cfg, err, sizeof(err))) {
+                fprintf(stderr, "%s: %s\n", cfg->path, err);
+                return 2;
+        }
+        enum nats_check_rc c = nats_stream_check(&l, cfg, &last, err, sizeof(err));
+        if (c == NATS_CHECK_OK)
+                printf("stream %s on %s: exists, last sequence %" PRIu64 "\n", cfg->nats_stream, l.server, last);
+        else
+                fprintf(stderr, "%s: %s\n", cfg->path, err);
+        nats_link_close(&l);
+        return c == NATS_CHECK_OK ? 0 : c == NATS_CHECK_FAILED ? 1 : 2;
+}
+
+/* The broker's side of check: Kafka's topics, or the NATS stream. 1 when
+ * what it found is wrong, 2 when it could not tell. */
+static int check_broker(struct config *cfg, struct check_ctx *ck)
+{
+        char rerr[1024];
+        if (cfg->source == SOURCE_NATS)
+                return check_nats(cfg);
+        enum topics_rc t = topics_check(cfg, TOPICS_CHECK_ONLY, TOPICS_CHECK_TIMEOUT_MS, check_topics, ck, NULL, rerr,
+                                        sizeof(rerr));
+        return t == TOPICS_UNREACHABLE ? 2 : t == TOPICS_INVALID ? 1 : 0;
+}
+
 static int cmd_check(struct config *cfg, int print, int offline)
 {
         struct check_ctx ck = {cfg, 0};
-        char rerr[1024];
         int bad = 0;
         if (print)
                 config_dump(cfg, stdout);
@@ -146,10 +178,8 @@ static int cmd_check(struct config *cfg, int print, int offline)
         if (lint_config(cfg, check_lint, &ck))
                 bad = 1;
         if (!offline) {
-                enum topics_rc t = topics_check(cfg, TOPICS_CHECK_ONLY, TOPICS_CHECK_TIMEOUT_MS, check_topics, &ck,
-                                                NULL, rerr, sizeof(rerr));
-                int unreachable = t == TOPICS_UNREACHABLE;
-                if (t == TOPICS_INVALID)
+                int b = check_broker(cfg, &ck), unreachable = b == 2;
+                if (b == 1)
                         bad = 1;
                 /* Unreachable: exit 2, as every dedupctl command, whatever else was found. */
                 if (check_database(cfg) || unreachable)

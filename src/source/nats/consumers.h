@@ -32,11 +32,15 @@ enum nats_check_rc nats_stream_check(struct nats_link *l, const struct config *c
 enum nats_check_rc nats_consumer_ensure(struct nats_link *l, const struct config *cfg, size_t t, int64_t start,
                                         char *err, size_t errsz);
 
-/** Delete topic t's consumer and create it at a start sequence (>= 1) or,
- *  with start_ms >= 0, at the first message at or after that time. The new
- *  consumer's first stream sequence in *first (where it now starts). */
+/** Delete topic t's consumer and create it at a start sequence (>= 1; -1:
+ *  the stream's first message). Its first stream sequence in *first. */
 enum nats_check_rc nats_consumer_reset(struct nats_link *l, const struct config *cfg, size_t t, int64_t start,
-                                       int64_t start_ms, int64_t *first, char *err, size_t errsz);
+                                       int64_t *first, char *err, size_t errsz);
+
+/** The stream sequence of the first message at or after ms (epoch
+ *  milliseconds; past the last message: the next sequence). */
+enum nats_check_rc nats_seq_at_time(struct nats_link *l, const struct config *cfg, int64_t ms, int64_t *seq,
+                                    char *err, size_t errsz);
 
 /** What the server says of topic t's consumer; found is 0 when it does not exist. */
 struct nats_consumer_state {

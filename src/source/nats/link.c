@@ -65,19 +65,22 @@ int nats_link_unreachable(natsStatus s)
                s == NATS_SSL_ERROR;
 }
 
+/* What the callbacks name. They run on the client's threads, possibly
+ * after the link that set them is gone: they touch nothing of it. */
+static char callback_server[256];
+
 static void on_disconnected(natsConnection *nc, void *closure)
 {
-        const struct nats_link *l = closure;
-        (void)nc;
-        if (!l->closing)
-                log_warn("nats", "disconnected from %s; reconnecting (acks and publishes wait)", l->server);
+        (void)closure;
+        if (natsConnection_Status(nc) != NATS_CONN_STATUS_CLOSED) /* closed on purpose: not news */
+                log_warn("nats", "disconnected from %s; reconnecting (acks and publishes wait)", callback_server);
 }
 
 static void on_reconnected(natsConnection *nc, void *closure)
 {
-        const struct nats_link *l = closure;
         (void)nc;
-        log_info("nats", "reconnected to %s", l->server);
+        (void)closure;
+        log_info("nats", "reconnected to %s", callback_server);
 }
 
 static void on_error(natsConnection *nc, natsSubscription *sub, natsStatus s, void *closure)
@@ -89,7 +92,7 @@ static void on_error(natsConnection *nc, natsSubscription *sub, natsStatus s, vo
 }
 
 /* The options of the nats: section. */
-static natsStatus options(natsOptions **o, struct nats_link *l, const struct config *cfg)
+static natsStatus options(natsOptions **o, const struct config *cfg)
 {
         natsStatus s = natsOptions_Create(o);
         if (s == NATS_OK)
@@ -110,11 +113,11 @@ static natsStatus options(natsOptions **o, struct nats_link *l, const struct con
                         s = natsOptions_LoadCATrustedCertificates(*o, cfg->nats_tls_ca);
         }
         if (s == NATS_OK)
-                s = natsOptions_SetDisconnectedCB(*o, on_disconnected, l);
+                s = natsOptions_SetDisconnectedCB(*o, on_disconnected, NULL);
         if (s == NATS_OK)
-                s = natsOptions_SetReconnectedCB(*o, on_reconnected, l);
+                s = natsOptions_SetReconnectedCB(*o, on_reconnected, NULL);
         if (s == NATS_OK)
-                s = natsOptions_SetErrorHandler(*o, on_error, l);
+                s = natsOptions_SetErrorHandler(*o, on_error, NULL);
         return s;
 }
 
@@ -125,7 +128,8 @@ int nats_link_open(struct nats_link *l, const struct config *cfg, char *err, siz
         char why[512];
         memset(l, 0, sizeof(*l));
         nats_link_redact(cfg->nats_url, l->server, sizeof(l->server));
-        natsStatus s = options(&o, l, cfg);
+        snprintf(callback_server, sizeof(callback_server), "%s", l->server);
+        natsStatus s = options(&o, cfg);
         if (s == NATS_OK)
                 s = natsConnection_Connect(&l->nc, o);
         natsOptions_Destroy(o);
@@ -150,7 +154,6 @@ void nats_link_close(struct nats_link *l)
                 jsCtx_Destroy(l->js);
         if (l->nc) {
                 natsConnection_FlushTimeout(l->nc, 2000); /* acks on their way */
-                l->closing = 1;
                 natsConnection_Close(l->nc);
                 natsConnection_Destroy(l->nc);
         }

@@ -16,7 +16,6 @@ struct nats_link {
         natsConnection *nc;
         jsCtx *js;
         char server[256]; /* the URL(s) with any credentials cut out: what messages name */
-        volatile int closing; /* closed on purpose: the disconnection is not news */
 };
 
 /** Connect as the nats: section says (token, credentials file, TLS CA);
