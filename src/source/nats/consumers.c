@@ -110,8 +110,12 @@ enum nats_check_rc nats_consumer_ensure(struct nats_link *l, const struct config
         natsStatus s = info(l, cfg, t, &ci, &jerr);
         nats_consumer_name(cfg, t, name, sizeof(name));
         if (not_found(s, jerr)) {
-                log_info("nats", "creating consumer %s (subject %s) %s%" PRId64, name, cfg->topics[t].name,
-                         start >= 1 ? "at stream sequence " : "from the stream's first message", start >= 1 ? start : 0);
+                if (start >= 1)
+                        log_info("nats", "creating consumer %s (subject %s) at stream sequence %" PRId64, name,
+                                 cfg->topics[t].name, start);
+                else
+                        log_info("nats", "creating consumer %s (subject %s) from the stream's first message", name,
+                                 cfg->topics[t].name);
                 return create(l, cfg, t, start, NULL, err, errsz);
         }
         if (s != NATS_OK) {
