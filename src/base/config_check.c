@@ -187,6 +187,10 @@ void config_check_source(struct config_checks *w)
                 if (!w->kafka_given)
                         config_errors_add(w->errs, w->file, w->source_line, w->source_col,
                                           "missing required key 'kafka'");
+                if (w->nats_given)
+                        config_errors_add(w->errs, w->file, w->nats_line, w->nats_col,
+                                          "nats: is used only with source: nats (this config consumes Kafka); "
+                                          "remove it or set source: nats");
                 break;
         case SOURCE_RABBITMQ:
                 config_errors_add(w->errs, w->file, w->source_line, w->source_col,

@@ -57,6 +57,7 @@ struct config_checks {
         int source_line, source_col; /* `source:` (or the document's start) */
         int nats_line, nats_col;     /* `nats:` (or the document's start) */
         int kafka_given;             /* a `kafka:` key is there (a mapping or not) */
+        int nats_given;              /* a `nats:` key is there */
 };
 /** What the chosen source needs, and what it leaves unused (source:, kafka:, nats:). */
 void config_check_source(struct config_checks *c);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "ops/metrics.h"
 #include "source/nats/consumers.h"
 
 /*
@@ -106,6 +107,8 @@ static struct pl_msg *msg_wrap(const struct config *cfg, natsMsg *nm, size_t t)
         m->timestamp_ms = meta->Timestamp / 1000000;
         m->value = natsMsg_GetData(nm);
         m->value_len = (size_t)natsMsg_GetDataLength(nm);
+        /* What the server still has for this consumer after this one: the lag gauge. */
+        metrics_lag(m->topic, 0, (int64_t)meta->NumPending);
         if (meta->NumDelivered > 1)
                 log_debug("nats", "%s: stream sequence %" PRIu64 " delivered again (%" PRIu64 " times)", m->topic,
                           meta->Sequence.Stream, meta->NumDelivered);
