@@ -49,6 +49,13 @@ for bad in "--topic nope.$$ --to-beginning" "--topic $SUBJ --to-beginning --part
         assert_eq "$rc" 2 "replay $bad exits"
 done
 
+# ---- a dry run: the plan, nothing moved
+rc=0; "$DEDUPCTL" replay -c "$C" --topic "$SUBJ" --to-beginning --dry-run >"$WORK/dry.out" 2>&1 || rc=$?
+assert_eq "$rc" 0 "replay --dry-run exits"
+grep -q "^dry run: nothing changed" "$WORK/dry.out" || fail "the dry run does not say so: $(cat "$WORK/dry.out")"
+assert_eq "$(position)" 3001 "dedupd.offsets after the dry run"
+assert_eq "$(consumer_field ack_floor)" 3000 "the consumer after the dry run"
+
 # ---- by time: from the first message published after T_MID (sequence 2001)
 rc=0; "$DEDUPCTL" replay -c "$C" --topic "$SUBJ" --to-time "$T_MID" >"$WORK/time.out" 2>&1 || rc=$?
 cat "$WORK/time.out"
