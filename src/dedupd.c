@@ -205,6 +205,21 @@ static void startup_pause(const struct daemon *d, int ms)
                 usleep(20 * 1000);
 }
 
+/* After a failed startup attempt: 0 when a stop was asked for, 1 when the
+ * deadline has passed (said at ERROR, naming what was awaited), -1 to try
+ * again. */
+static int startup_gives_up(const struct daemon *d, struct log_ratelimit *rl, const char *what, const char *err)
+{
+        if (stop_requested)
+                return 0;
+        if (startup_left(d) > 0)
+                return -1;
+        log_ratelimit_flush(rl); /* before the last word */
+        log_error("dedupd", "startup: gave up after %d ms (startup_timeout_ms) waiting for %s: %s",
+                  d->cfg->startup_timeout_ms, what, err);
+        return 1;
+}
+
 /* Every topic and dead-letter topic exists (or is created,
  * dead_letter.create), dead letters fit, no class keeps keys shorter than
  * its topic keeps messages. While no broker answers it waits (a clean stop
@@ -226,17 +241,8 @@ static int check_topics(struct daemon *d)
                 health_beat(log_now_ms()); /* alive, waiting: not ready */
                 log_limited(&rl, 1, 10000, LOG_WARN, "dedupd", "waiting for the broker: %s (retrying)", err);
                 startup_pause(d, 1000);
-                if (stop_requested) {
-                        rc = 0;
+                if ((rc = startup_gives_up(d, &rl, "the broker", err)) >= 0)
                         break;
-                }
-                if (startup_left(d) <= 0) {
-                        log_ratelimit_flush(&rl); /* before the last word */
-                        log_error("dedupd", "startup: gave up after %d ms (startup_timeout_ms) waiting for the broker: %s",
-                                  d->cfg->startup_timeout_ms, err);
-                        rc = 1;
-                        break;
-                }
         }
         log_ratelimit_flush(&rl);
         return rc;
@@ -296,7 +302,7 @@ static int connect_store(struct daemon *d)
         const struct config *cfg = d->cfg;
         struct log_ratelimit rl = {0};
         struct conninfo_params p;
-        char err[1024];
+        char err[1024], what[300];
         int wait_ms = 200, rc = -1;
         /* Longer than any batch may run (the watchdog ends those first) plus
          * a dead-letter write inside a transaction. */
@@ -318,17 +324,9 @@ static int connect_store(struct daemon *d)
                             store_target(d->store), err);
                 startup_pause(d, wait_ms);
                 wait_ms = wait_ms * 2 > cfg->db_retry_max_ms ? cfg->db_retry_max_ms : wait_ms * 2;
-                if (stop_requested) {
-                        rc = 0;
+                snprintf(what, sizeof(what), "the database %s", store_target(d->store));
+                if ((rc = startup_gives_up(d, &rl, what, err)) >= 0)
                         break;
-                }
-                if (startup_left(d) <= 0) {
-                        log_ratelimit_flush(&rl); /* before the last word */
-                        log_error("dedupd", "startup: gave up after %d ms (startup_timeout_ms) waiting for the database %s: %s",
-                                  cfg->startup_timeout_ms, store_target(d->store), err);
-                        rc = 1;
-                        break;
-                }
         }
         log_ratelimit_flush(&rl);
         if (rc >= 0)
