@@ -269,17 +269,8 @@ static int connect_nats(struct daemon *d)
                 health_beat(log_now_ms()); /* alive, waiting: not ready */
                 log_limited(&rl, 1, 10000, LOG_WARN, "dedupd", "waiting for NATS: %s (retrying)", err);
                 startup_pause(d, 1000);
-                if (stop_requested) {
-                        rc = 0;
+                if ((rc = startup_gives_up(d, &rl, "NATS", err)) >= 0)
                         break;
-                }
-                if (startup_left(d) <= 0) {
-                        log_ratelimit_flush(&rl);
-                        log_error("dedupd", "startup: gave up after %d ms (startup_timeout_ms) waiting for NATS: %s",
-                                  d->cfg->startup_timeout_ms, err);
-                        rc = 1;
-                        break;
-                }
         }
         log_ratelimit_flush(&rl);
         if (rc < 0)
