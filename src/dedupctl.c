@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/version.h"
 #include "tools/replay.h"
+#include "tools/replay_nats.h"
 #include "core/retention.h"
 #include "tools/plan.h"
 #include "source/kafka/topics.h"
@@ -403,7 +404,8 @@ static int replay_opts_from(const struct args *a, struct replay_opts *o, int32_t
 static int cmd_replay(struct config *cfg, const struct replay_opts *o)
 {
         char err[1024];
-        enum replay_rc rc = replay_run(cfg, o, err, sizeof(err));
+        enum replay_rc rc = cfg->source == SOURCE_NATS ? replay_nats(cfg, o, err, sizeof(err))
+                                                       : replay_run(cfg, o, err, sizeof(err));
         if (rc != REPLAY_OK)
                 fprintf(stderr, "dedupctl replay: %s\n", err);
         return (int)rc;

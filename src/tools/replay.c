@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "source/kafka/client.h"
-#include "tools/replay_nats.h"
 #include "base/log.h"
 #include "pg/store.h"
 #include "pg/offsets.h"
@@ -913,7 +912,5 @@ out:
 enum replay_rc replay_run(const struct config *cfg, const struct replay_opts *o, char *err,
                           size_t errsz)
 {
-        if (cfg->source == SOURCE_NATS)
-                return replay_nats(cfg, o, err, errsz);
         return o->reproduce ? reproduce(cfg, o, err, errsz) : reset(cfg, o, err, errsz);
 }
