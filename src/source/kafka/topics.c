@@ -342,6 +342,11 @@ static void admin_error_cb(rd_kafka_t *rk, int err, const char *reason, void *op
 {
         struct check *ck = opaque;
         (void)rk;
+        /* A handshake the peer ends (a certificate it or we refuse) can come
+         * as a transport error carrying OpenSSL's reason: a TLS failure all
+         * the same, which waiting will not mend. */
+        if (err == RD_KAFKA_RESP_ERR__TRANSPORT && strstr(reason, "in state SSL_HANDSHAKE"))
+                err = RD_KAFKA_RESP_ERR__SSL;
         /* "1/1 brokers are down" says less than the refusal before it. */
         if (err != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || !ck->last_error[0]) {
                 snprintf(ck->last_error, sizeof(ck->last_error), "%s", reason);
