@@ -23,6 +23,9 @@
 #include "pg/store.h"
 #include "pg/schema.h"
 #include "source/kafka/topics.h"
+#include "source/rabbitmq/consumer.h"
+#include "source/rabbitmq/publisher.h"
+#include "source/rabbitmq/queues.h"
 #include "core/watchdog.h"
 #include "ops/health.h"
 #include "ops/http.h"
@@ -88,7 +91,9 @@ struct daemon {
         int64_t deadline_ms; /* startup must be over by then (log_now_ms()); 0: no deadline */
         int64_t *dlq_max_bytes; /* per topic, what its dead-letter topic takes */
         struct store *store;
-        struct producer *producer;
+        struct producer *producer;   /* source: kafka */
+        struct rmq_publisher *rmq;   /* source: rabbitmq */
+        struct sink sink;            /* whichever publishes */
         struct pipeline *pl;
         struct watchdog *wd;
         struct runner *runner;
@@ -199,10 +204,25 @@ static void startup_pause(const struct daemon *d, int ms)
                 usleep(20 * 1000);
 }
 
+/* What the broker says of what dedupd reads and writes, once: OK, invalid
+ * (err), or unreachable (err). Kafka: topics_check; RabbitMQ: the queues and
+ * the dead-letter exchange exist. */
+static enum topics_rc broker_check(struct daemon *d, int timeout, char *err, size_t errsz)
+{
+        if (d->cfg->source == SOURCE_RABBITMQ) {
+                enum rmq_check_rc rc = rmq_queues_check(d->cfg, 1, err, errsz);
+                if (rc == RMQ_CHECK_INVALID)
+                        log_error("dedupd", "%s", err);
+                return rc == RMQ_CHECK_OK ? TOPICS_OK : rc == RMQ_CHECK_INVALID ? TOPICS_INVALID : TOPICS_UNREACHABLE;
+        }
+        return topics_check(d->cfg, TOPICS_CREATE_MISSING, timeout, NULL, NULL, d->dlq_max_bytes, err, errsz);
+}
+
 /* Every topic and dead-letter topic exists (or is created,
  * dead_letter.create), dead letters fit, no class keeps keys shorter than
- * its topic keeps messages. While no broker answers it waits (a clean stop
- * still works) until the startup deadline. The exit code, or -1 to go on. */
+ * its topic keeps messages (RabbitMQ: every queue exists). While no broker
+ * answers it waits (a clean stop still works) until the startup deadline.
+ * The exit code, or -1 to go on. */
 static int check_topics(struct daemon *d)
 {
         struct log_ratelimit rl = {0};
@@ -211,8 +231,7 @@ static int check_topics(struct daemon *d)
         for (;;) {
                 int64_t left = startup_left(d);
                 int timeout = left < TOPICS_CHECK_TIMEOUT_MS ? (int)(left > 1000 ? left : 1000) : TOPICS_CHECK_TIMEOUT_MS;
-                enum topics_rc t = topics_check(d->cfg, TOPICS_CREATE_MISSING, timeout, NULL, NULL, d->dlq_max_bytes,
-                                                err, sizeof(err));
+                enum topics_rc t = broker_check(d, timeout, err, sizeof(err));
                 if (t != TOPICS_UNREACHABLE) {
                         rc = t == TOPICS_OK ? -1 : 2;
                         break;
@@ -301,11 +320,17 @@ static int prepare(struct daemon *d)
                 log_error("dedupd", "schema migration failed: %s", err);
                 return 1;
         }
-        if (!(d->producer = producer_new(d->cfg, d->dlq_max_bytes, err, sizeof(err)))) {
-                log_error("dedupd", "Kafka producer: %s", err);
-                return 1;
+        if (d->cfg->source == SOURCE_RABBITMQ) {
+                d->rmq = rmq_publisher_new(d->cfg);
+                d->sink = rmq_publisher_sink(d->rmq);
+        } else {
+                if (!(d->producer = producer_new(d->cfg, d->dlq_max_bytes, err, sizeof(err)))) {
+                        log_error("dedupd", "Kafka producer: %s", err);
+                        return 1;
+                }
+                d->sink = producer_sink(d->producer);
         }
-        if (!(d->pl = pipeline_new(d->cfg, d->store, producer_sink(d->producer), err, sizeof(err)))) {
+        if (!(d->pl = pipeline_new(d->cfg, d->store, d->sink, err, sizeof(err)))) {
                 log_error("dedupd", "%s", err);
                 return 2;
         }
@@ -343,13 +368,19 @@ static void reload_config(void *opaque)
 static int run(struct daemon *d)
 {
         char err[1024];
-        d->runner = runner_new(d->cfg, d->store, d->pl, producer_sink(d->producer));
+        d->runner = runner_new(d->cfg, d->store, d->pl, d->sink);
         runner_on_reload(d->runner, &reload_requested, reload_config, d);
-        if (!(d->src = kafka_source_new(d->cfg, runner_events(d->runner), err, sizeof(err)))) {
-                log_error("dedupd", "Kafka consumer: %s", err);
-                return 1;
+        if (d->cfg->source == SOURCE_RABBITMQ) {
+                d->src = rmq_source_new(d->cfg, runner_events(d->runner));
+                rmq_source_set_startup_deadline(d->src, d->deadline_ms, d->cfg->startup_timeout_ms);
+                rmq_publisher_attach(d->rmq, d->src);
+        } else {
+                if (!(d->src = kafka_source_new(d->cfg, runner_events(d->runner), err, sizeof(err)))) {
+                        log_error("dedupd", "Kafka consumer: %s", err);
+                        return 1;
+                }
+                kafka_source_set_startup_deadline(d->src, d->deadline_ms, d->cfg->startup_timeout_ms);
         }
-        kafka_source_set_startup_deadline(d->src, d->deadline_ms, d->cfg->startup_timeout_ms);
         if (runner_run(d->runner, d->src, &stop_requested, err, sizeof(err))) {
                 log_error("dedupd", "%s", err);
                 return 1;
@@ -366,6 +397,7 @@ static void daemon_free(struct daemon *d)
         watchdog_stop(d->wd);
         pipeline_free(d->pl);
         producer_free(d->producer);
+        rmq_publisher_free(d->rmq);
         store_free(d->store);
         config_free(d->cfg);
         free(d->dlq_max_bytes);

@@ -70,6 +70,8 @@ struct walk {
         struct config *cfg;
         int kafka_seen;
         int kafka_line, kafka_col; /* where `kafka:` entries start, for "missing" errors */
+        int kafka_given;           /* `kafka:` is there, right or wrong */
+        int rmq_seen, rmq_line, rmq_col; /* the same for `rabbitmq:` */
         size_t tree_budget;        /* values left for handler config subtrees */
         int tree_err;              /* reported a too deep/large subtree already */
 };
@@ -275,9 +277,11 @@ static void read_bool(struct walk *w, const yaml_node_t *v, void *slot, const ch
 
 static void read_enum(struct walk *w, const struct field *f, const yaml_node_t *v, void *slot, const char *path)
 {
-        char *s = scalar_value(w, v, path), c[CLIP_SZ], list[256];
+        char *s = scalar_value(w, v, path), c[CLIP_SZ], list[256], err[512];
         if (s && enum_value(f->names, s, (int *)slot))
                 werr(w, v, "'%s': '%s' is not one of %s", path, clip(s, c), enum_list(f->names, list, sizeof(list)));
+        else if (s && f->check && f->check(s, err, sizeof(err)))
+                werr(w, v, "'%s': %s", path, err);
         free(s);
 }
 
@@ -290,6 +294,11 @@ static void read_section(struct walk *w, const struct field *f, const yaml_node_
         if (v->type != YAML_MAPPING_NODE) {
                 werr(w, v, "'%s' must be a mapping, not %s", path, node_kind(v));
                 return;
+        }
+        if (!strcmp(path, "rabbitmq")) {
+                w->rmq_seen = 1;
+                w->rmq_line = NODE_LINE(v);
+                w->rmq_col = NODE_COL(v);
         }
         snprintf(sub, sizeof(sub), "%s.", path);
         walk_map(w, v, f->sub, base, sub);
@@ -383,6 +392,7 @@ static void walk_kafka(struct walk *w, const yaml_node_t *n)
         struct config *cfg = w->cfg;
         w->kafka_line = NODE_LINE(n);
         w->kafka_col = NODE_COL(n);
+        w->kafka_given = 1;
         if (n->type != YAML_MAPPING_NODE) {
                 werr(w, n, "'kafka' must be a mapping of librdkafka properties, not %s", node_kind(n));
                 return;
@@ -527,8 +537,11 @@ static void walk_document(const char *name, yaml_document_t *doc, struct config_
                 return;
         }
         walk_map(&w, root, config_top_fields, cfg, "");
-        struct config_checks c = {name, errs, cfg, w.kafka_seen, w.kafka_line, w.kafka_col};
-        if (c.kafka_seen)
+        struct config_checks c = {name,         errs,         cfg,       w.kafka_seen, w.kafka_line,
+                                  w.kafka_col, w.kafka_given, w.rmq_seen, w.rmq_line, w.rmq_col};
+        if (root->type == YAML_MAPPING_NODE)
+                config_check_source(&c);
+        if (c.kafka_seen && cfg->source == SOURCE_KAFKA)
                 config_check_kafka(&c);
         config_check_classes(&c);
         config_finish_topics(&c);

@@ -29,6 +29,9 @@ struct retention_class {
         int allow_shorter_than_topic;
 };
 
+/** Where messages come from: one broker kind per daemon. */
+enum source_kind { SOURCE_KAFKA = 0, SOURCE_RABBITMQ, SOURCE_NATS };
+
 enum topic_mode { MODE_TRANSACTIONAL = 0, MODE_EXTERNAL = 1 };
 enum expired_policy { EXPIRED_DEAD_LETTER = 0, EXPIRED_SKIP, EXPIRED_REEXECUTE };
 enum mismatch_policy { MISMATCH_ABSORB = 0, MISMATCH_DEAD_LETTER };
@@ -96,8 +99,16 @@ struct config {
         int shutdown_timeout_ms;
         int db_retry_max_ms;
 
+        int source; /* enum source_kind */
         struct config_kv *kafka;
         size_t kafka_cnt;
+        /* rabbitmq: */
+        char *rmq_url; /* secret */
+        int rmq_prefetch;
+        int rmq_heartbeat_s;
+        int rmq_reconnect_max_ms;
+        char *rmq_ca_file;
+        char *rmq_dlx; /* "": reject to the queue's own dead-letter exchange */
 
         struct topic_conf *topics;
         size_t topic_cnt;

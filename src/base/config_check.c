@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <amqp.h>
 #include <librdkafka/rdkafka.h>
 
 #include "base/config_impl.h"
@@ -82,6 +83,49 @@ void config_check_kafka(struct config_checks *w)
                                   "missing required key 'kafka.group.id'");
 }
 
+int config_check_source_kind(const char *v, char *err, size_t errsz)
+{
+        if (strcmp(v, "nats"))
+                return 0;
+        snprintf(err, errsz, "this build has no NATS source (kafka or rabbitmq)");
+        return -1;
+}
+
+/* One broker per daemon: its section is required, another broker's is a
+ * mistake (it would be silently ignored). */
+void config_check_source(struct config_checks *w)
+{
+        struct config *cfg = w->cfg;
+        if (cfg->source == SOURCE_KAFKA) {
+                if (!w->kafka_given)
+                        config_errors_add(w->errs, w->file, 1, 1, "missing required key 'kafka'");
+                if (w->rmq_seen)
+                        config_errors_add(w->errs, w->file, w->rmq_line, w->rmq_col,
+                                          "'rabbitmq' is set but source is kafka: set source: rabbitmq, or "
+                                          "remove this section");
+                return;
+        }
+        if (cfg->source != SOURCE_RABBITMQ)
+                return;
+        int line = w->rmq_seen ? w->rmq_line : 1, col = w->rmq_seen ? w->rmq_col : 1;
+        if (!cfg->rmq_url || !*cfg->rmq_url) {
+                config_errors_add(w->errs, w->file, line, col, "missing required key 'rabbitmq.url' (source: rabbitmq)");
+        } else {
+                /* Parsed in place: a copy, and never the URL itself in the message (a password). */
+                struct amqp_connection_info info;
+                char *copy = xstrdup(cfg->rmq_url);
+                if (amqp_parse_url(copy, &info) != AMQP_STATUS_OK)
+                        config_errors_add(w->errs, w->file, line, col,
+                                          "rabbitmq.url: not an AMQP URL (amqp://user:password@host:port/vhost or "
+                                          "amqps://...)");
+                free(copy);
+        }
+        if (w->kafka_given)
+                config_errors_add(w->errs, w->file, w->kafka_line, w->kafka_col,
+                                  "'kafka' is set but source is rabbitmq: dedupd consumes and publishes through "
+                                  "one broker; remove this section");
+}
+
 void config_finish_topics(struct config_checks *w)
 {
         struct config *cfg = w->cfg;
@@ -142,6 +186,11 @@ void config_finish_topics(struct config_checks *w)
                         if (!t->keyspec)
                                 config_errors_add(w->errs, w->file, t->line, t->col, "topic '%s': %s",
                                                   t->name, err);
+                        else if (cfg->source != SOURCE_RABBITMQ && keyspec_reads_amqp(t->keyspec))
+                                config_errors_add(w->errs, w->file, t->line, t->col,
+                                                  "topic '%s': {amqp:...} reads an AMQP property, which only "
+                                                  "source: rabbitmq has",
+                                                  t->name);
                 }
         }
 }

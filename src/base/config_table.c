@@ -20,6 +20,8 @@ static const struct enum_name log_levels[] = {
         {"error", LOG_ERROR}, {"warn", LOG_WARN}, {"info", LOG_INFO}, {"debug", LOG_DEBUG}, {NULL, 0}};
 static const struct enum_name log_formats[] = {
         {"human", LOG_FORMAT_HUMAN}, {"json", LOG_FORMAT_JSON}, {NULL, 0}};
+static const struct enum_name sources[] = {
+        {"kafka", SOURCE_KAFKA}, {"rabbitmq", SOURCE_RABBITMQ}, {"nats", SOURCE_NATS}, {NULL, 0}};
 
 static const struct field key_fields[] = {
         {.name = "subject", .type = F_STR, .off = TOFF(key_subject), .required = 1, .check = keyspec_template_check,
@@ -181,6 +183,30 @@ static const struct field postgres_fields[] = {
         {.name = NULL},
 };
 
+static const struct field rabbitmq_dlq_fields[] = {
+        {.name = "exchange", .type = F_STR, .off = COFF(rmq_dlx), .def = "",
+         .desc = "Exchange unkeyable messages are published to (unchanged, plus dedupd's reason headers; routing key: "
+                 "the topic's dead_letter.topic), confirmed before the original is acked; empty: basic.reject "
+                 "requeue=false to the queue's own x-dead-letter-exchange (no reason headers)"},
+        {.name = NULL},
+};
+
+static const struct field rabbitmq_fields[] = {
+        {.name = "url", .type = F_STR, .off = COFF(rmq_url), .secret = 1,
+         .desc = "amqp://user:password@host:port/vhost (amqps:// for TLS); put the password in ${ENV} (never logged)"},
+        {.name = "prefetch", .type = F_INT, .off = COFF(rmq_prefetch), .def = "1000", .min = 1, .max = 65535,
+         .desc = "basic.qos: most unacknowledged deliveries at once, which bounds a batch"},
+        {.name = "heartbeat_s", .type = F_INT, .off = COFF(rmq_heartbeat_s), .def = "30", .min = 0, .max = 3600,
+         .desc = "AMQP heartbeat; a broker silent for twice this is a lost connection (0: none)"},
+        {.name = "reconnect_max_ms", .type = F_INT, .off = COFF(rmq_reconnect_max_ms), .def = "5000", .min = 10,
+         .max = 600000, .desc = "Longest wait between reconnection attempts while the broker is unreachable"},
+        {.name = "ca_file", .type = F_STR, .off = COFF(rmq_ca_file), .def = "",
+         .desc = "With amqps://: the CA certificate (PEM) the broker's certificate is verified against"},
+        {.name = "dead_letter", .type = F_SECTION, .sub = rabbitmq_dlq_fields,
+         .desc = "Where unkeyable messages go"},
+        {.name = NULL},
+};
+
 const struct field config_top_fields[] = {
         {.name = "namespace", .type = F_STR, .off = COFF(namespace), .required = 1,
          .desc = "Dedup scope: the service's name. Not the consumer group, which changes with a blue/green deploy "
@@ -198,8 +224,13 @@ const struct field config_top_fields[] = {
         {.name = "shutdown_timeout_ms", .type = F_INT, .off = COFF(shutdown_timeout_ms), .def = "10000", .min = 0,
          .max = 600000, .desc = "Longest a clean shutdown may take before dedupd exits anyway"},
         {.name = "postgres", .type = F_SECTION, .required = 1, .sub = postgres_fields, .desc = "The database"},
-        {.name = "kafka", .type = F_KV, .required = 1,
-         .desc = "librdkafka properties passed verbatim (bootstrap.servers and group.id required)"},
+        {.name = "source", .type = F_ENUM, .off = COFF(source), .def = "kafka", .names = sources,
+         .check = config_check_source_kind,
+         .desc = "The broker every topic is consumed from: kafka or rabbitmq (one per daemon)"},
+        {.name = "kafka", .type = F_KV,
+         .desc = "librdkafka properties passed verbatim (bootstrap.servers and group.id required with source: kafka)"},
+        {.name = "rabbitmq", .type = F_SECTION, .sub = rabbitmq_fields,
+         .desc = "The RabbitMQ broker (source: rabbitmq); each topics[].name is a queue"},
         {.name = "topics", .type = F_TOPICS, .required = 1, .sub = config_topic_fields,
          .desc = "The topics to consume, one entry each"},
         {.name = "retention_classes", .type = F_CLASSES, .sub = config_class_fields,
