@@ -40,7 +40,7 @@ cleanup() {
                 done
         fi
         psql "$PG_DSN" -X -q -c "DROP DATABASE IF EXISTS \"$DB\" WITH (FORCE)" >/dev/null 2>&1 || true
-        rm -rf "$WORK"
+        [[ -n ${KEEP_WORK:-} ]] || rm -rf "$WORK"
         exit $rc
 }
 trap cleanup EXIT
