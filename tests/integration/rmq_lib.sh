@@ -76,3 +76,10 @@ $extra
 YAML
 }
 export RMQ_TEST_URL=$RABBITMQ_URL
+
+AT="$BUILD/tests/amqptool"
+# rmq_dead_letters QUEUE OUT: every message left in QUEUE, each as amqptool prints it, blank-line separated
+rmq_dead_letters() {
+        : >"$2"
+        while RABBITMQ_URL=$RABBITMQ_URL "$AT" get "$1" >>"$2"; do echo >>"$2"; done
+}
