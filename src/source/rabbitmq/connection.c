@@ -1,6 +1,7 @@
 /* connection: the one place AMQP connections are opened from the config — the URL, TLS, login, heartbeat, and what a broker's refusal says. */
 #include "source/rabbitmq/connection.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,8 +133,12 @@ amqp_connection_state_t rmq_connect(const struct config *cfg, int heartbeat_s, c
                 snprintf(err, errsz, "%s: %s", target, why);
                 goto error;
         }
+        errno = 0;
         if ((st = amqp_socket_open_noblock(sock, info.host, info.port, &tv)) != AMQP_STATUS_OK) {
-                snprintf(err, errsz, "%s: %s", target, amqp_error_string2(st));
+                int e = errno;
+                snprintf(err, errsz, "%s: %s%s%s", target, amqp_error_string2(st),
+                         st == AMQP_STATUS_SOCKET_ERROR && e ? ": " : "",
+                         st == AMQP_STATUS_SOCKET_ERROR && e ? strerror(e) : "");
                 goto error;
         }
         amqp_set_handshake_timeout(conn, &tv);
