@@ -15,6 +15,7 @@
 #include "core/retention.h"
 #include "tools/plan.h"
 #include "source/kafka/topics.h"
+#include "source/rabbitmq/queues.h"
 #include "pg/audit.h"
 #include "pg/store.h"
 #include "pg/schema.h"
@@ -105,6 +106,26 @@ static void check_topics(void *opaque, enum topics_severity sev, const char *fil
         fprintf(stderr, "%s:%d:%d: %s%s\n", file, line, col, sev == TOPICS_WARN ? "warning: " : "", msg);
 }
 
+/* RabbitMQ: every queue and the dead-letter exchange exist; where dead
+ * letters go without one. As topics_check: OK, INVALID or UNREACHABLE. */
+static enum topics_rc check_queues(const struct config *cfg, struct check_ctx *ck, char *err, size_t errsz)
+{
+        enum rmq_check_rc rc = rmq_queues_check(cfg, 0, err, errsz);
+        if (rc != RMQ_CHECK_OK) {
+                fprintf(stderr, "%s: %s%s\n", cfg->path, rc == RMQ_CHECK_UNREACHABLE ? "RabbitMQ: " : "", err);
+                return rc == RMQ_CHECK_INVALID ? TOPICS_INVALID : TOPICS_UNREACHABLE;
+        }
+        printf("RabbitMQ: every queue exists%s\n", *cfg->rmq_dlx ? ", and the dead-letter exchange" : "");
+        if (!*cfg->rmq_dlx) {
+                ck->warnings++;
+                fprintf(stderr, "%s: warning: rabbitmq.dead_letter.exchange is not set: unkeyable messages are "
+                                "rejected to each queue's own x-dead-letter-exchange, without reason headers "
+                                "(dropped where a queue has none)\n",
+                        cfg->path);
+        }
+        return TOPICS_OK;
+}
+
 /* Whether the database answers, as dedupd will reach it (connect_timeout
  * and all); 0, or 2 with the reason on stderr. */
 static int check_database(const struct config *cfg)
@@ -146,8 +167,10 @@ static int cmd_check(struct config *cfg, int print, int offline)
         if (lint_config(cfg, check_lint, &ck))
                 bad = 1;
         if (!offline) {
-                enum topics_rc t = topics_check(cfg, TOPICS_CHECK_ONLY, TOPICS_CHECK_TIMEOUT_MS, check_topics, &ck,
-                                                NULL, rerr, sizeof(rerr));
+                enum topics_rc t = cfg->source == SOURCE_RABBITMQ
+                                           ? check_queues(cfg, &ck, rerr, sizeof(rerr))
+                                           : topics_check(cfg, TOPICS_CHECK_ONLY, TOPICS_CHECK_TIMEOUT_MS,
+                                                          check_topics, &ck, NULL, rerr, sizeof(rerr));
                 int unreachable = t == TOPICS_UNREACHABLE;
                 if (t == TOPICS_INVALID)
                         bad = 1;
@@ -371,6 +394,11 @@ static int replay_opts_from(const struct args *a, struct replay_opts *o, int32_t
 static int cmd_replay(struct config *cfg, const struct replay_opts *o)
 {
         char err[1024];
+        if (cfg->source == SOURCE_RABBITMQ) {
+                fprintf(stderr, "dedupctl replay: source rabbitmq has no offsets to move back: publish the "
+                                "messages again instead (the dedup table absorbs the ones already done)\n");
+                return REPLAY_USAGE;
+        }
         enum replay_rc rc = replay_run(cfg, o, err, sizeof(err));
         if (rc != REPLAY_OK)
                 fprintf(stderr, "dedupctl replay: %s\n", err);

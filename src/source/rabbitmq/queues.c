@@ -11,7 +11,7 @@
 
 /* A failed passive declare closes its channel: each check gets its own. */
 static enum rmq_check_rc check_queue(amqp_connection_state_t conn, amqp_channel_t ch, const char *name, int log,
-                                     char *err, size_t errsz)
+                                     int64_t *ready, char *err, size_t errsz)
 {
         char what[300];
         int code;
@@ -26,6 +26,8 @@ static enum rmq_check_rc check_queue(amqp_connection_state_t conn, amqp_channel_
                                              "(durable) before dedupd consumes it", name);
                 return code == AMQP_NOT_FOUND ? RMQ_CHECK_INVALID : RMQ_CHECK_UNREACHABLE;
         }
+        if (ready)
+                *ready = ok ? (int64_t)ok->message_count : -1;
         if (log && ok)
                 log_info("rabbitmq", "queue %s: %u message(s) ready, %u consumer(s)", name, ok->message_count,
                          ok->consumer_count);
@@ -56,7 +58,7 @@ enum rmq_check_rc rmq_queues_check(const struct config *cfg, int log, char *err,
         if (!conn)
                 return RMQ_CHECK_UNREACHABLE;
         for (size_t t = 0; t < cfg->topic_cnt && rc == RMQ_CHECK_OK; t++)
-                rc = check_queue(conn, (amqp_channel_t)(t + 1), cfg->topics[t].name, log, err, errsz);
+                rc = check_queue(conn, (amqp_channel_t)(t + 1), cfg->topics[t].name, log, NULL, err, errsz);
         if (rc == RMQ_CHECK_OK && *cfg->rmq_dlx)
                 rc = check_exchange(conn, (amqp_channel_t)(cfg->topic_cnt + 1), cfg->rmq_dlx, err, errsz);
         if (rc == RMQ_CHECK_OK && log && !*cfg->rmq_dlx)
@@ -64,6 +66,18 @@ enum rmq_check_rc rmq_queues_check(const struct config *cfg, int log, char *err,
                                      "(requeue=false) to its queue's own dead-letter exchange, without dedupd's "
                                      "reason headers; a queue without x-dead-letter-exchange (argument or policy) "
                                      "drops it");
+        rmq_disconnect(conn);
+        return rc;
+}
+
+enum rmq_check_rc rmq_queues_depth(const struct config *cfg, int64_t *ready, char *err, size_t errsz)
+{
+        enum rmq_check_rc rc = RMQ_CHECK_OK;
+        amqp_connection_state_t conn = rmq_connect(cfg, 0, err, errsz);
+        if (!conn)
+                return RMQ_CHECK_UNREACHABLE;
+        for (size_t t = 0; t < cfg->topic_cnt && rc == RMQ_CHECK_OK; t++)
+                rc = check_queue(conn, (amqp_channel_t)(t + 1), cfg->topics[t].name, 0, &ready[t], err, errsz);
         rmq_disconnect(conn);
         return rc;
 }

@@ -3,6 +3,7 @@
 #define DEDUPD_SOURCE_RABBITMQ_QUEUES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/config.h"
 
@@ -19,6 +20,13 @@ enum rmq_check_rc {
  * first problem in err.
  */
 enum rmq_check_rc rmq_queues_check(const struct config *cfg, int log, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
+
+/**
+ * Messages ready in each consumed queue (passive queue.declare: delivered
+ * but unacknowledged ones are not counted), into ready[cfg->topic_cnt].
+ */
+enum rmq_check_rc rmq_queues_depth(const struct config *cfg, int64_t *ready, char *err, size_t errsz)
         __attribute__((warn_unused_result));
 
 #endif
