@@ -34,6 +34,7 @@ static amqp_connection_state_t open_conn(void)
         if (!s || amqp_socket_open(s, info.host, info.port))
                 die("cannot connect");
         ok(amqp_login(c, info.vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, info.user, info.password), "login");
+        free(copy); /* info pointed into it */
         amqp_channel_open(c, 1);
         ok(amqp_get_rpc_reply(c), "channel.open");
         return c;
@@ -67,8 +68,11 @@ static int get(const char *queue)
         amqp_connection_state_t c = open_conn();
         amqp_rpc_reply_t r = amqp_basic_get(c, 1, amqp_cstring_bytes(queue), 1);
         ok(r, "basic.get");
-        if (r.reply.id == AMQP_BASIC_GET_EMPTY_METHOD)
+        if (r.reply.id == AMQP_BASIC_GET_EMPTY_METHOD) {
+                amqp_connection_close(c, AMQP_REPLY_SUCCESS);
+                amqp_destroy_connection(c);
                 return 2;
+        }
         amqp_message_t m;
         ok(amqp_read_message(c, 1, &m, 0), "reading the message");
         const amqp_basic_properties_t *p = &m.properties;
