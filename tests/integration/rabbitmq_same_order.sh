@@ -31,3 +31,19 @@ assert_eq "$(rmq_messages "$Q")" 0 "messages left in the queue after shutdown"
 grep -q "connected to amqp://127.0.0.1:.* vhost /: consuming 1 queue(s), prefetch 500" "$WORK/d1.log" || fail "no connection line in the log"
 if grep -q "guest:guest\|$RABBITMQ_URL" "$WORK/d1.log"; then fail "the URL (with its password) is in the log"; fi
 log "ok: the log names the broker, never the URL's password"
+
+# The key from the AMQP message_id property instead of the payload: ten
+# deliveries of three message ids (different payload text each time, so the
+# body plays no part) -> three effects.
+Q2="pay_mid_$$"
+rmq_queue "$Q2"
+rmq_write_config "$WORK/c2.yaml" "$Q2"
+sed -i 's#subject: "{json:order_id}"#subject: "{amqp:message_id}"#' "$WORK/c2.yaml"
+for i in $(seq 1 10); do
+        printf 'mid-%d\t{"user_id":2,"amount":10,"copy":%d}\n' $((i % 3)) "$i"
+done | RABBITMQ_URL=$RABBITMQ_URL "$AT" publish "$Q2"
+start d2 "$WORK/c2.yaml"
+rmq_wait_empty "$Q2"
+stop d2
+assert_eq "$(sql "SELECT string_agg(idem_key, ',' ORDER BY idem_key) FROM dedupd.keys WHERE idem_key LIKE 'mid-%'")" "mid-0/PAY,mid-1/PAY,mid-2/PAY" "keys from {amqp:message_id}"
+assert_eq "$(sql "SELECT balance FROM account WHERE user_id = 2")" 970 "balance of user 2 (three effects)"
