@@ -278,10 +278,10 @@ static void read_bool(struct walk *w, const yaml_node_t *v, void *slot, const ch
 static void read_enum(struct walk *w, const struct field *f, const yaml_node_t *v, void *slot, const char *path)
 {
         char *s = scalar_value(w, v, path), c[CLIP_SZ], list[256], err[512];
-        if (s && enum_value(f->names, s, (int *)slot))
-                werr(w, v, "'%s': '%s' is not one of %s", path, clip(s, c), enum_list(f->names, list, sizeof(list)));
-        else if (s && f->check && f->check(s, err, sizeof(err)))
+        if (s && f->check && f->check(s, err, sizeof(err)))
                 werr(w, v, "'%s': %s", path, err);
+        else if (s && enum_value(f->names, s, (int *)slot))
+                werr(w, v, "'%s': '%s' is not one of %s", path, clip(s, c), enum_list(f->names, list, sizeof(list)));
         free(s);
 }
 

@@ -21,7 +21,7 @@ static const struct enum_name log_levels[] = {
 static const struct enum_name log_formats[] = {
         {"human", LOG_FORMAT_HUMAN}, {"json", LOG_FORMAT_JSON}, {NULL, 0}};
 static const struct enum_name sources[] = {
-        {"kafka", SOURCE_KAFKA}, {"rabbitmq", SOURCE_RABBITMQ}, {"nats", SOURCE_NATS}, {NULL, 0}};
+        {"kafka", SOURCE_KAFKA}, {"rabbitmq", SOURCE_RABBITMQ}, {NULL, 0}};
 
 static const struct field key_fields[] = {
         {.name = "subject", .type = F_STR, .off = TOFF(key_subject), .required = 1, .check = keyspec_template_check,
@@ -109,7 +109,8 @@ static const struct field reply_fields[] = {
 };
 
 const struct field config_topic_fields[] = {
-        {.name = "name", .type = F_STR, .off = TOFF(name), .required = 1, .desc = "Kafka topic to consume"},
+        {.name = "name", .type = F_STR, .off = TOFF(name), .required = 1,
+         .desc = "Kafka topic, or RabbitMQ queue, to consume"},
         {.name = "key", .type = F_SECTION, .required = 1, .sub = key_fields,
          .desc = "How the idempotency key subject/action[/request] is built"},
         {.name = "handler", .type = F_SECTION, .required = 1, .sub = handler_fields, .desc = "The handler shared object"},
@@ -226,7 +227,7 @@ const struct field config_top_fields[] = {
         {.name = "postgres", .type = F_SECTION, .required = 1, .sub = postgres_fields, .desc = "The database"},
         {.name = "source", .type = F_ENUM, .off = COFF(source), .def = "kafka", .names = sources,
          .check = config_check_source_kind,
-         .desc = "The broker every topic is consumed from: kafka or rabbitmq (one per daemon)"},
+         .desc = "The broker every topic is consumed from and published to (one per daemon)"},
         {.name = "kafka", .type = F_KV,
          .desc = "librdkafka properties passed verbatim (bootstrap.servers and group.id required with source: kafka)"},
         {.name = "rabbitmq", .type = F_SECTION, .sub = rabbitmq_fields,
