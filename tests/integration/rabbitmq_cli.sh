@@ -61,3 +61,15 @@ rc=0
 "$DEDUPD" -c "$WORK/both.yaml" >"$WORK/both.log" 2>&1 || rc=$?
 assert_eq "$rc" 2 "dedupd exit code with a kafka: section under source: rabbitmq"
 grep -q "'kafka' is set but source is rabbitmq" "$WORK/both.log" || fail "stray kafka: $(cat "$WORK/both.log")"
+
+# The queue deleted under a running dedupd: the broker cancels the consumer,
+# the reconnection finds no queue, and dedupd stops (exit 1) naming it.
+start d2 "$WORK/c.yaml"
+for ((i = 0; i < 100; i++)); do grep -q "consuming 1 queue" "$WORK/d2.log" && break; sleep 0.1; done
+rmqctl delete_queue "$Q" >/dev/null
+for ((i = 0; i < 100; i++)); do kill -0 "${PIDS[d2]}" 2>/dev/null || break; sleep 0.1; done
+rc=0
+wait "${PIDS[d2]}" || rc=$?
+unset "PIDS[d2]"
+assert_eq "$rc" 1 "dedupd exit code once its queue is deleted"
+grep -q "queue $Q does not exist (any more)" "$WORK/d2.log" || fail "no error naming the deleted queue"

@@ -114,6 +114,27 @@ static amqp_socket_t *new_socket(const struct config *cfg, amqp_connection_state
         return sock;
 }
 
+/* The broker cancels a consumer whose queue is deleted only for a client
+ * that says it understands basic.cancel; the connection's name shows who
+ * it is in the broker's tools. */
+static amqp_rpc_reply_t login(amqp_connection_state_t conn, const struct config *cfg,
+                              const struct amqp_connection_info *info, int heartbeat_s)
+{
+        char name[256];
+        snprintf(name, sizeof(name), "dedupd %s", cfg->namespace);
+        amqp_table_entry_t caps[] = {{amqp_cstring_bytes("consumer_cancel_notify"),
+                                      {.kind = AMQP_FIELD_KIND_BOOLEAN, .value.boolean = 1}}};
+        amqp_table_entry_t props[] = {
+                {amqp_cstring_bytes("capabilities"),
+                 {.kind = AMQP_FIELD_KIND_TABLE, .value.table = {1, caps}}},
+                {amqp_cstring_bytes("connection_name"),
+                 {.kind = AMQP_FIELD_KIND_UTF8, .value.bytes = amqp_cstring_bytes(name)}},
+        };
+        amqp_table_t t = {2, props};
+        return amqp_login_with_properties(conn, info->vhost, 0, RMQ_FRAME_MAX, heartbeat_s, &t,
+                                          AMQP_SASL_METHOD_PLAIN, info->user, info->password);
+}
+
 amqp_connection_state_t rmq_connect(const struct config *cfg, int heartbeat_s, char *err, size_t errsz)
 {
         struct amqp_connection_info info;
@@ -144,9 +165,7 @@ amqp_connection_state_t rmq_connect(const struct config *cfg, int heartbeat_s, c
         amqp_set_handshake_timeout(conn, &tv);
         amqp_set_rpc_timeout(conn, &tv);
         /* The password goes to the broker only; what it answers names the user at most. */
-        if (rmq_reply(amqp_login(conn, info.vhost, 0, RMQ_FRAME_MAX, heartbeat_s, AMQP_SASL_METHOD_PLAIN, info.user,
-                                 info.password),
-                      "login", NULL, why, sizeof(why))) {
+        if (rmq_reply(login(conn, cfg, &info, heartbeat_s), "login", NULL, why, sizeof(why))) {
                 snprintf(err, errsz, "%s as user %s: %s", target, info.user, why);
                 goto error;
         }
