@@ -5,7 +5,7 @@
 FROM debian:12 AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config \
-      librdkafka-dev libpq-dev libyaml-dev libjansson-dev libssl-dev \
+      librdkafka-dev librabbitmq-dev libpq-dev libyaml-dev libjansson-dev libssl-dev \
       libmicrohttpd-dev libsystemd-dev && \
     rm -rf /var/lib/apt/lists/*
 COPY . /src
@@ -20,7 +20,7 @@ FROM debian:12
 # with what they need; libmicrohttpd and libsystemd serve /metrics and
 # sd_notify), and curl for the compose healthcheck on /readyz.
 RUN apt-get update && apt-get install -y --no-install-recommends \
-      librdkafka1 libpq5 libyaml-0-2 libjansson4 libssl3 libmicrohttpd12 libsystemd0 curl && \
+      librdkafka1 librabbitmq4 libpq5 libyaml-0-2 libjansson4 libssl3 libmicrohttpd12 libsystemd0 curl && \
     rm -rf /var/lib/apt/lists/* && \
     useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin dedupd
 COPY --from=build /stage/usr/local /usr/local
