@@ -59,9 +59,10 @@ static void usage(FILE *fp)
         fprintf(fp,
                 "Usage: dedupd -c FILE [options]\n"
                 "\n"
-                "Consume Kafka topics and apply each message's effect exactly once per business\n"
-                "key: the key is claimed in the dedup table and the handler runs in the same\n"
-                "PostgreSQL transaction; Kafka offsets are committed only after COMMIT.\n"
+                "Consume Kafka topics (or RabbitMQ queues, source: rabbitmq) and apply each\n"
+                "message's effect exactly once per business key: the key is claimed in the dedup\n"
+                "table and the handler runs in the same PostgreSQL transaction; Kafka offsets\n"
+                "(RabbitMQ acks) are committed only after COMMIT.\n"
                 "\n"
                 "Options:\n"
                 "  -c, --config FILE     YAML configuration (required)\n"
