@@ -65,3 +65,26 @@ rmq_dead_letters "$Q2.rejected" "$WORK/rejected"
 assert_eq "$(grep -c '^body ' "$WORK/rejected")" 3 "messages dead-lettered by the queue's own exchange"
 assert_eq "$(grep -c '^header x-first-death-reason=rejected$' "$WORK/rejected")" 3 "RabbitMQ says they were rejected"
 assert_eq "$(grep -c '^header dedupd.reason=' "$WORK/rejected" || true)" 0 "no dedupd reason headers on a queue's own dead letters"
+
+# ---- 3. a dead letter the exchange routes nowhere is never dropped ----------
+# The exchange exists but no queue is bound for the routing key: the publish
+# comes back unroutable (mandatory), the batch is retried, nothing is acked;
+# once a queue is bound, the dead letter lands there and the queue drains.
+Q3="dl_unrouted_$$"
+rmq_define "{\"queues\":[{\"name\":\"$Q3\",\"vhost\":\"/\",\"durable\":true,\"auto_delete\":false,\"arguments\":{}}],
+ \"exchanges\":[{\"name\":\"dlx3_$$\",\"vhost\":\"/\",\"type\":\"direct\",\"durable\":true,\"auto_delete\":false,\"internal\":false,\"arguments\":{}}]}"
+rmq_write_config "$WORK/c3.yaml" "$Q3" "" "  dead_letter:
+    exchange: dlx3_$$"
+{ echo '{"order_id":"u1","user_id":4,"amount":10}'; echo 'no key in here'; } | rmq_publish "$Q3"
+start d3 "$WORK/c3.yaml"
+for ((i = 0; i < 100; i++)); do grep -q "routed a message with routing key '$Q3.dlq' to no queue" "$WORK/d3.log" && break; sleep 0.1; done
+grep -q "routed a message with routing key '$Q3.dlq' to no queue" "$WORK/d3.log" || fail "no error about the unroutable dead letter"
+sleep 1
+assert_eq "$(rmq_messages "$Q3")" 2 "messages still in $Q3 (none acked while the dead letter has nowhere to go)"
+assert_eq "$(sql "SELECT count(*) FROM transfer_ledger WHERE idem_key = 'u1/PAY'")" 0 "effects of the batch in backoff"
+rmq_define "{\"queues\":[{\"name\":\"$Q3.letters\",\"vhost\":\"/\",\"durable\":true,\"auto_delete\":false,\"arguments\":{}}],
+ \"bindings\":[{\"source\":\"dlx3_$$\",\"vhost\":\"/\",\"destination\":\"$Q3.letters\",\"destination_type\":\"queue\",\"routing_key\":\"$Q3.dlq\",\"arguments\":{}}]}"
+rmq_wait_empty "$Q3" 60
+stop d3
+assert_eq "$(rmq_messages "$Q3.letters")" 1 "the dead letter, once it has a queue"
+assert_eq "$(sql "SELECT count(*) FROM transfer_ledger WHERE idem_key = 'u1/PAY'")" 1 "effects once the batch went through"
