@@ -39,6 +39,7 @@ Q2="pay_mid_$$"
 rmq_queue "$Q2"
 rmq_write_config "$WORK/c2.yaml" "$Q2"
 sed -i 's#subject: "{json:order_id}"#subject: "{amqp:message_id}"#' "$WORK/c2.yaml"
+"$DEDUPCTL" check -c "$WORK/c2.yaml" >"$WORK/check2.out" 2>&1 || fail "dedupctl check refuses {amqp:message_id}: $(cat "$WORK/check2.out")"
 for i in $(seq 1 10); do
         printf 'mid-%d\t{"user_id":2,"amount":10,"copy":%d}\n' $((i % 3)) "$i"
 done | RABBITMQ_URL=$RABBITMQ_URL "$AT" publish "$Q2"
