@@ -1,6 +1,7 @@
 # Shared helpers for the integration tests: real PostgreSQL, real Kafka.
 # Each test gets its own database, topics and consumer group, so tests never
-# see each other's rows. Sourced by tests/integration/*.sh.
+# see each other's rows. Sourced by tests/integration/*.sh. KEEP_WORK=1 keeps
+# the test's work directory (configs, dedupd's logs) for a look afterwards.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
