@@ -12,12 +12,15 @@
 #include "base/log.h"
 #include "base/version.h"
 #include "tools/replay.h"
+#include "tools/replay_nats.h"
 #include "core/retention.h"
 #include "tools/plan.h"
 #include "source/kafka/topics.h"
+#include "source/nats/consumers.h"
 #include "source/rabbitmq/queues.h"
 #include "pg/audit.h"
 #include "pg/store.h"
+#include "pg/grants.h"
 #include "pg/schema.h"
 #include "tools/verify.h"
 
@@ -37,7 +40,14 @@ static void usage(FILE *fp)
                 "                         Key-design lint and the topics' retention.ms against each\n"
                 "                         retention class: warnings as file:line:column: warning: ...\n"
                 "  migrate -c FILE        apply the schema migrations and run each handler's setup (its\n"
-                "                         tables), as dedupd does at start\n"
+                "                         tables), as dedupd does at start when the schema is behind\n"
+                "                         and its role may (run it as the schema's owner)\n"
+                "  grant   -c FILE --role NAME [--table T]... [--apply]\n"
+                "                         the GRANTs that let role NAME, which owns nothing, run dedupd\n"
+                "                         on the schema FILE's conninfo migrated: USAGE on schema dedupd,\n"
+                "                         SELECT, INSERT, UPDATE, DELETE on its tables (SELECT only on\n"
+                "                         schema_migrations), its sequences, and each handler table T;\n"
+                "                         printed, or with --apply run in one transaction (as the owner)\n"
                 "  inspect -c FILE KEY    show a key's record (status, first response, origin, times)\n"
                 "  stats   -c FILE        keys by status and per-partition progress of the namespace\n"
                 "  purge   -c FILE [--batch N] [--dry-run]\n"
@@ -52,7 +62,9 @@ static void usage(FILE *fp)
                 "          [--partitions 0,2] [--dry-run]\n"
                 "                         move the group (kafka group.id) and dedupd.offsets of the\n"
                 "                         namespace to that position, so dedupd delivers those records\n"
-                "                         again; refused (exit 1) while the group has active members\n"
+                "                         again; refused (exit 1) while the group has active members.\n"
+                "                         source: nats: the subject's consumer instead, N a stream\n"
+                "                         sequence; refused while a pull request waits on it\n"
                 "  replay  -c FILE -t TOPIC --reproduce [--from-offset N | --from-time TIME]\n"
                 "          [--to-offset M | --to-time TIME] [--partitions 0,2] [--dry-run]\n"
                 "                         produce the records [N, M) of each partition again, unchanged\n"
@@ -107,13 +119,14 @@ static void check_topics(void *opaque, enum topics_severity sev, const char *fil
 }
 
 /* RabbitMQ: every queue and the dead-letter exchange exist; where dead
- * letters go without one. As topics_check: OK, INVALID or UNREACHABLE. */
-static enum topics_rc check_queues(const struct config *cfg, struct check_ctx *ck, char *err, size_t errsz)
+ * letters go without one. 0, 1 (invalid) or 2 (unreachable), as check_broker. */
+static int check_queues(const struct config *cfg, struct check_ctx *ck)
 {
-        enum rmq_check_rc rc = rmq_queues_check(cfg, 0, err, errsz);
+        char err[1024];
+        enum rmq_check_rc rc = rmq_queues_check(cfg, 0, err, sizeof(err));
         if (rc != RMQ_CHECK_OK) {
                 fprintf(stderr, "%s: %s%s\n", cfg->path, rc == RMQ_CHECK_UNREACHABLE ? "RabbitMQ: " : "", err);
-                return rc == RMQ_CHECK_INVALID ? TOPICS_INVALID : TOPICS_UNREACHABLE;
+                return rc == RMQ_CHECK_INVALID ? 1 : 2;
         }
         printf("RabbitMQ: every queue exists%s\n", *cfg->rmq_dlx ? ", and the dead-letter exchange" : "");
         if (!*cfg->rmq_dlx) {
@@ -123,7 +136,7 @@ static enum topics_rc check_queues(const struct config *cfg, struct check_ctx *c
                                 "(dropped where a queue has none)\n",
                         cfg->path);
         }
-        return TOPICS_OK;
+        return 0;
 }
 
 /* Whether the database answers, as dedupd will reach it (connect_timeout
@@ -141,10 +154,43 @@ static int check_database(const struct config *cfg)
         return 0;
 }
 
+/* source: nats — the server answers and holds the stream: 0, 1 (no such
+ * stream) or 2 (no answer), the reason on stderr. */
+static int check_nats(const struct config *cfg)
+{
+        struct nats_link l;
+        char err[1200];
+        uint64_t last = 0;
+        if (nats_link_open(&l, cfg, err, sizeof(err))) {
+                fprintf(stderr, "%s: %s\n", cfg->path, err);
+                return 2;
+        }
+        enum nats_check_rc c = nats_stream_check(&l, cfg, &last, err, sizeof(err));
+        if (c == NATS_CHECK_OK)
+                printf("stream %s on %s: exists, last sequence %" PRIu64 "\n", cfg->nats_stream, l.server, last);
+        else
+                fprintf(stderr, "%s: %s\n", cfg->path, err);
+        nats_link_close(&l);
+        return c == NATS_CHECK_OK ? 0 : c == NATS_CHECK_FAILED ? 1 : 2;
+}
+
+/* The broker's side of check: Kafka's topics, or the NATS stream. 1 when
+ * what it found is wrong, 2 when it could not tell. */
+static int check_broker(struct config *cfg, struct check_ctx *ck)
+{
+        char rerr[1024];
+        if (cfg->source == SOURCE_NATS)
+                return check_nats(cfg);
+        if (cfg->source == SOURCE_RABBITMQ)
+                return check_queues(cfg, ck);
+        enum topics_rc t = topics_check(cfg, TOPICS_CHECK_ONLY, TOPICS_CHECK_TIMEOUT_MS, check_topics, ck, NULL, rerr,
+                                        sizeof(rerr));
+        return t == TOPICS_UNREACHABLE || t == TOPICS_REFUSED ? 2 : t == TOPICS_INVALID ? 1 : 0;
+}
+
 static int cmd_check(struct config *cfg, int print, int offline)
 {
         struct check_ctx ck = {cfg, 0};
-        char rerr[1024];
         int bad = 0;
         if (print)
                 config_dump(cfg, stdout);
@@ -167,12 +213,8 @@ static int cmd_check(struct config *cfg, int print, int offline)
         if (lint_config(cfg, check_lint, &ck))
                 bad = 1;
         if (!offline) {
-                enum topics_rc t = cfg->source == SOURCE_RABBITMQ
-                                           ? check_queues(cfg, &ck, rerr, sizeof(rerr))
-                                           : topics_check(cfg, TOPICS_CHECK_ONLY, TOPICS_CHECK_TIMEOUT_MS,
-                                                          check_topics, &ck, NULL, rerr, sizeof(rerr));
-                int unreachable = t == TOPICS_UNREACHABLE;
-                if (t == TOPICS_INVALID)
+                int b = check_broker(cfg, &ck), unreachable = b == 2;
+                if (b == 1)
                         bad = 1;
                 /* Unreachable: exit 2, as every dedupctl command, whatever else was found. */
                 if (check_database(cfg) || unreachable)
@@ -257,6 +299,36 @@ static int cmd_migrate(struct config *cfg)
         return rc;
 }
 
+/* The statements come from the server (format %I, ::regclass): a role or
+ * table name is never pasted into SQL here. */
+static int cmd_grant(struct config *cfg, const char *role, const char *const *tables, size_t ntables, int apply)
+{
+        struct store *s = connect_db(cfg);
+        struct grants g;
+        char err[1024];
+        int rc = 0;
+        if (!s)
+                return 2;
+        if (store_grants(s, role, tables, ntables, &g, err, sizeof(err))) {
+                fprintf(stderr, "dedupctl grant: %s\n", err);
+                store_free(s);
+                return 1;
+        }
+        for (size_t i = 0; i < g.cnt; i++)
+                printf("%s;\n", g.sql[i]);
+        if (apply) {
+                if (store_grants_apply(s, &g, err, sizeof(err))) {
+                        fprintf(stderr, "dedupctl grant: not applied (none of them): %s\n", err);
+                        rc = 1;
+                } else {
+                        printf("applied %zu statement%s\n", g.cnt, g.cnt == 1 ? "" : "s");
+                }
+        }
+        grants_free(&g);
+        store_free(s);
+        return rc;
+}
+
 static int cmd_inspect(struct config *cfg, const char *key)
 {
         struct store *s = connect_db(cfg);
@@ -316,6 +388,10 @@ struct args {
         const char *topic, *partitions, *to_offset, *to_time, *from_offset, *from_time, *since;
         const char *batch, *rate; /* purge --batch, plan --rate */
         int to_beginning, reproduce, dry_run, expect_caught_up, print, offline;
+        const char *role;           /* grant --role */
+        const char *tables[64];     /* grant --table, repeated */
+        size_t table_cnt;
+        int apply;                  /* grant --apply */
 };
 
 static int parse_offset(const char *opt, const char *s, int64_t *out)
@@ -399,7 +475,8 @@ static int cmd_replay(struct config *cfg, const struct replay_opts *o)
                                 "messages again instead (the dedup table absorbs the ones already done)\n");
                 return REPLAY_USAGE;
         }
-        enum replay_rc rc = replay_run(cfg, o, err, sizeof(err));
+        enum replay_rc rc = cfg->source == SOURCE_NATS ? replay_nats(cfg, o, err, sizeof(err))
+                                                       : replay_run(cfg, o, err, sizeof(err));
         if (rc != REPLAY_OK)
                 fprintf(stderr, "dedupctl replay: %s\n", err);
         return (int)rc;
@@ -464,15 +541,16 @@ static int cmd_plan(struct config *cfg, double rate)
 }
 
 /* The commands, and which options each takes. */
-enum cmd_id { CMD_CHECK, CMD_MIGRATE, CMD_INSPECT, CMD_STATS, CMD_PURGE, CMD_PLAN, CMD_REPLAY, CMD_VERIFY };
+enum cmd_id { CMD_CHECK, CMD_MIGRATE, CMD_INSPECT, CMD_STATS, CMD_PURGE, CMD_PLAN, CMD_REPLAY, CMD_VERIFY, CMD_GRANT };
 #define ONLY(c) (1u << (c))
-static const char *const cmd_names[] = {"check", "migrate", "inspect", "stats", "purge", "plan", "replay", "verify"};
+static const char *const cmd_names[] = {"check", "migrate", "inspect", "stats", "purge",
+                                        "plan",  "replay",  "verify",  "grant"};
 #define CMD_CNT (sizeof(cmd_names) / sizeof(cmd_names[0]))
 
 enum {
         OPT_PARTITIONS = 256, OPT_TO_BEGINNING, OPT_TO_OFFSET, OPT_TO_TIME, OPT_FROM_OFFSET, OPT_FROM_TIME,
         OPT_REPRODUCE, OPT_DRY_RUN, OPT_SINCE, OPT_EXPECT_CAUGHT_UP, OPT_BATCH, OPT_RATE, OPT_PRINT,
-        OPT_OFFLINE,
+        OPT_OFFLINE, OPT_ROLE, OPT_TABLE, OPT_APPLY,
 };
 static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
@@ -492,6 +570,9 @@ static const struct option opts[] = {
         {"rate", required_argument, NULL, OPT_RATE},
         {"print", no_argument, NULL, OPT_PRINT},
         {"offline", no_argument, NULL, OPT_OFFLINE},
+        {"role", required_argument, NULL, OPT_ROLE},
+        {"table", required_argument, NULL, OPT_TABLE},
+        {"apply", no_argument, NULL, OPT_APPLY},
         {NULL, 0, NULL, 0},
 };
 
@@ -506,6 +587,9 @@ static unsigned option_scope(int opt)
         case OPT_PRINT:
         case OPT_OFFLINE: return ONLY(CMD_CHECK);
         case OPT_DRY_RUN: return ONLY(CMD_REPLAY) | ONLY(CMD_PURGE);
+        case OPT_ROLE:
+        case OPT_TABLE:
+        case OPT_APPLY: return ONLY(CMD_GRANT);
         case 'c':
         case 'h': return ~0u;
         default: return ONLY(CMD_REPLAY); /* -t and the positions */
@@ -541,6 +625,15 @@ static int take_option(int opt, struct args *a)
         case OPT_RATE: a->rate = optarg; break;
         case OPT_PRINT: a->print = 1; break;
         case OPT_OFFLINE: a->offline = 1; break;
+        case OPT_ROLE: a->role = optarg; break;
+        case OPT_TABLE:
+                if (a->table_cnt == sizeof(a->tables) / sizeof(a->tables[0])) {
+                        fprintf(stderr, "dedupctl grant: at most %zu --table options\n", a->table_cnt);
+                        return 2;
+                }
+                a->tables[a->table_cnt++] = optarg;
+                break;
+        case OPT_APPLY: a->apply = 1; break;
         default: usage(stderr); return 2;
         }
         return -1;
@@ -613,6 +706,10 @@ static int run_command(enum cmd_id id, const struct args *a, const char *key)
         double rate = 0;
         int batch = 0, rc = 2;
 
+        if (id == CMD_GRANT && (!a->role || !*a->role)) {
+                fprintf(stderr, "dedupctl grant: --role NAME is required: the role dedupd runs as\n");
+                return 2;
+        }
         if ((id == CMD_PURGE && purge_batch_of(a, &batch)) || (id == CMD_PLAN && plan_rate_of(a, &rate)) ||
             (id == CMD_REPLAY && replay_opts_from(a, &ro, &parts))) {
                 free(parts);
@@ -631,6 +728,7 @@ static int run_command(enum cmd_id id, const struct args *a, const char *key)
         case CMD_PLAN: rc = cmd_plan(cfg, rate); break;
         case CMD_REPLAY: rc = cmd_replay(cfg, &ro); break;
         case CMD_VERIFY: rc = cmd_verify(cfg, a); break;
+        case CMD_GRANT: rc = cmd_grant(cfg, a->role, a->tables, a->table_cnt, a->apply); break;
         }
         config_free(cfg);
         free(parts);

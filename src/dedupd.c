@@ -23,6 +23,9 @@
 #include "pg/store.h"
 #include "pg/schema.h"
 #include "source/kafka/topics.h"
+#include "source/nats/consumers.h"
+#include "source/nats/publisher.h"
+#include "source/nats/source.h"
 #include "source/rabbitmq/consumer.h"
 #include "source/rabbitmq/publisher.h"
 #include "source/rabbitmq/queues.h"
@@ -59,10 +62,11 @@ static void usage(FILE *fp)
         fprintf(fp,
                 "Usage: dedupd -c FILE [options]\n"
                 "\n"
-                "Consume Kafka topics (or RabbitMQ queues, source: rabbitmq) and apply each\n"
-                "message's effect exactly once per business key: the key is claimed in the dedup\n"
-                "table and the handler runs in the same PostgreSQL transaction; Kafka offsets\n"
-                "(RabbitMQ acks) are committed only after COMMIT.\n"
+                "Consume Kafka topics (or NATS JetStream subjects, source: nats, or RabbitMQ\n"
+                "queues, source: rabbitmq) and apply each message's effect exactly once per\n"
+                "business key: the key is claimed in the dedup table and the handler runs in the\n"
+                "same PostgreSQL transaction; Kafka offsets (or JetStream and RabbitMQ acks) are\n"
+                "committed only after COMMIT.\n"
                 "\n"
                 "Options:\n"
                 "  -c, --config FILE     YAML configuration (required)\n"
@@ -92,9 +96,10 @@ struct daemon {
         int64_t deadline_ms; /* startup must be over by then (log_now_ms()); 0: no deadline */
         int64_t *dlq_max_bytes; /* per topic, what its dead-letter topic takes */
         struct store *store;
-        struct producer *producer;   /* source: kafka */
-        struct rmq_publisher *rmq;   /* source: rabbitmq */
-        struct sink sink;            /* whichever publishes */
+        struct producer *producer;
+        struct nats_link nats;           /* source: nats — the one connection */
+        struct nats_publisher *nats_pub; /* source: nats — the sink */
+        struct rmq_publisher *rmq_pub;   /* source: rabbitmq — the sink */
         struct pipeline *pl;
         struct watchdog *wd;
         struct runner *runner;
@@ -205,25 +210,25 @@ static void startup_pause(const struct daemon *d, int ms)
                 usleep(20 * 1000);
 }
 
-/* What the broker says of what dedupd reads and writes, once: OK, invalid
- * (err), or unreachable (err). Kafka: topics_check; RabbitMQ: the queues and
- * the dead-letter exchange exist. */
-static enum topics_rc broker_check(struct daemon *d, int timeout, char *err, size_t errsz)
+/* After a failed startup attempt: 0 when a stop was asked for, 1 when the
+ * deadline has passed (said at ERROR, naming what was awaited), -1 to try
+ * again. */
+static int startup_gives_up(const struct daemon *d, struct log_ratelimit *rl, const char *what, const char *err)
 {
-        if (d->cfg->source == SOURCE_RABBITMQ) {
-                enum rmq_check_rc rc = rmq_queues_check(d->cfg, 1, err, errsz);
-                if (rc == RMQ_CHECK_INVALID)
-                        log_error("dedupd", "%s", err);
-                return rc == RMQ_CHECK_OK ? TOPICS_OK : rc == RMQ_CHECK_INVALID ? TOPICS_INVALID : TOPICS_UNREACHABLE;
-        }
-        return topics_check(d->cfg, TOPICS_CREATE_MISSING, timeout, NULL, NULL, d->dlq_max_bytes, err, errsz);
+        if (stop_requested)
+                return 0;
+        if (startup_left(d) > 0)
+                return -1;
+        log_ratelimit_flush(rl); /* before the last word */
+        log_error("dedupd", "startup: gave up after %d ms (startup_timeout_ms) waiting for %s: %s",
+                  d->cfg->startup_timeout_ms, what, err);
+        return 1;
 }
 
 /* Every topic and dead-letter topic exists (or is created,
  * dead_letter.create), dead letters fit, no class keeps keys shorter than
- * its topic keeps messages (RabbitMQ: every queue exists). While no broker
- * answers it waits (a clean stop still works) until the startup deadline.
- * The exit code, or -1 to go on. */
+ * its topic keeps messages. While no broker answers it waits (a clean stop
+ * still works) until the startup deadline. The exit code, or -1 to go on. */
 static int check_topics(struct daemon *d)
 {
         struct log_ratelimit rl = {0};
@@ -232,7 +237,14 @@ static int check_topics(struct daemon *d)
         for (;;) {
                 int64_t left = startup_left(d);
                 int timeout = left < TOPICS_CHECK_TIMEOUT_MS ? (int)(left > 1000 ? left : 1000) : TOPICS_CHECK_TIMEOUT_MS;
-                enum topics_rc t = broker_check(d, timeout, err, sizeof(err));
+                enum topics_rc t = topics_check(d->cfg, TOPICS_CREATE_MISSING, timeout, NULL, NULL, d->dlq_max_bytes,
+                                                err, sizeof(err));
+                if (t == TOPICS_REFUSED) { /* a wrong CA or password: no wait mends it */
+                        log_ratelimit_flush(&rl);
+                        log_error("dedupd", "startup: %s", err);
+                        rc = 1;
+                        break;
+                }
                 if (t != TOPICS_UNREACHABLE) {
                         rc = t == TOPICS_OK ? -1 : 2;
                         break;
@@ -240,20 +252,75 @@ static int check_topics(struct daemon *d)
                 health_beat(log_now_ms()); /* alive, waiting: not ready */
                 log_limited(&rl, 1, 10000, LOG_WARN, "dedupd", "waiting for the broker: %s (retrying)", err);
                 startup_pause(d, 1000);
-                if (stop_requested) {
-                        rc = 0;
+                if ((rc = startup_gives_up(d, &rl, "the broker", err)) >= 0)
                         break;
-                }
-                if (startup_left(d) <= 0) {
-                        log_ratelimit_flush(&rl); /* before the last word */
-                        log_error("dedupd", "startup: gave up after %d ms (startup_timeout_ms) waiting for the broker: %s",
-                                  d->cfg->startup_timeout_ms, err);
-                        rc = 1;
-                        break;
-                }
         }
         log_ratelimit_flush(&rl);
         return rc;
+}
+
+/* source: nats — the server reached (waiting for it until the startup
+ * deadline, a clean stop still works) and the stream there. The exit code,
+ * or -1 to go on. */
+static int connect_nats(struct daemon *d)
+{
+        struct log_ratelimit rl = {0};
+        char err[1024];
+        int rc = -1;
+        for (;;) {
+                enum nats_check_rc c = NATS_CHECK_UNREACHABLE;
+                if (d->nats.nc || !nats_link_open(&d->nats, d->cfg, err, sizeof(err)))
+                        c = nats_stream_check(&d->nats, d->cfg, NULL, err, sizeof(err));
+                if (c != NATS_CHECK_UNREACHABLE) {
+                        if (c == NATS_CHECK_FAILED)
+                                log_error("dedupd", "%s", err);
+                        rc = c == NATS_CHECK_OK ? -1 : 2;
+                        break;
+                }
+                health_beat(log_now_ms()); /* alive, waiting: not ready */
+                log_limited(&rl, 1, 10000, LOG_WARN, "dedupd", "waiting for NATS: %s (retrying)", err);
+                startup_pause(d, 1000);
+                if ((rc = startup_gives_up(d, &rl, "NATS", err)) >= 0)
+                        break;
+        }
+        log_ratelimit_flush(&rl);
+        if (rc < 0)
+                log_info("dedupd", "connected to NATS %s, stream %s", d->nats.server, d->cfg->nats_stream);
+        return rc;
+}
+
+/* source: rabbitmq — every queue (and the dead-letter exchange) there,
+ * waiting for the broker until the startup deadline as for the others. The
+ * exit code, or -1 to go on. */
+static int check_queues(struct daemon *d)
+{
+        struct log_ratelimit rl = {0};
+        char err[1024];
+        int rc = -1;
+        for (;;) {
+                enum rmq_check_rc c = rmq_queues_check(d->cfg, 1, err, sizeof(err));
+                if (c != RMQ_CHECK_UNREACHABLE) {
+                        if (c == RMQ_CHECK_INVALID)
+                                log_error("dedupd", "%s", err);
+                        rc = c == RMQ_CHECK_OK ? -1 : 2;
+                        break;
+                }
+                health_beat(log_now_ms()); /* alive, waiting: not ready */
+                log_limited(&rl, 1, 10000, LOG_WARN, "dedupd", "waiting for RabbitMQ: %s (retrying)", err);
+                startup_pause(d, 1000);
+                if ((rc = startup_gives_up(d, &rl, "RabbitMQ", err)) >= 0)
+                        break;
+        }
+        log_ratelimit_flush(&rl);
+        return rc;
+}
+
+/* The broker's side of startup: Kafka's topics, NATS and its stream, or RabbitMQ's queues. */
+static int check_broker(struct daemon *d)
+{
+        if (d->cfg->source == SOURCE_RABBITMQ)
+                return check_queues(d);
+        return d->cfg->source == SOURCE_NATS ? connect_nats(d) : check_topics(d);
 }
 
 /* The database first: handlers' init() needs it, and a consumer must not
@@ -265,7 +332,7 @@ static int connect_store(struct daemon *d)
         const struct config *cfg = d->cfg;
         struct log_ratelimit rl = {0};
         struct conninfo_params p;
-        char err[1024];
+        char err[1024], what[300];
         int wait_ms = 200, rc = -1;
         /* Longer than any batch may run (the watchdog ends those first) plus
          * a dead-letter write inside a transaction. */
@@ -287,17 +354,9 @@ static int connect_store(struct daemon *d)
                             store_target(d->store), err);
                 startup_pause(d, wait_ms);
                 wait_ms = wait_ms * 2 > cfg->db_retry_max_ms ? cfg->db_retry_max_ms : wait_ms * 2;
-                if (stop_requested) {
-                        rc = 0;
+                snprintf(what, sizeof(what), "the database %s", store_target(d->store));
+                if ((rc = startup_gives_up(d, &rl, what, err)) >= 0)
                         break;
-                }
-                if (startup_left(d) <= 0) {
-                        log_ratelimit_flush(&rl); /* before the last word */
-                        log_error("dedupd", "startup: gave up after %d ms (startup_timeout_ms) waiting for the database %s: %s",
-                                  cfg->startup_timeout_ms, store_target(d->store), err);
-                        rc = 1;
-                        break;
-                }
         }
         log_ratelimit_flush(&rl);
         if (rc >= 0)
@@ -308,6 +367,44 @@ static int connect_store(struct daemon *d)
         return -1;
 }
 
+/* A current schema is only read: a role that owns nothing (see the README's
+ * Database roles) starts. One behind is migrated when the role may, and
+ * otherwise the error names the command that migrates it. -1 to go on. */
+static int schema_ready(struct daemon *d)
+{
+        char err[1024];
+        int applied, known;
+        if (store_schema_version(d->store, &applied, &known, err, sizeof(err))) {
+                log_error("dedupd", "cannot read the version of schema dedupd: %s", err);
+                return 1;
+        }
+        if (applied == known) {
+                log_debug("dedupd", "schema dedupd is at version %d: nothing to migrate", applied);
+                return -1;
+        }
+        if (applied > known) {
+                log_error("dedupd", "schema dedupd is at version %d but this dedupd knows only %d: it was migrated by a "
+                          "newer dedupd", applied, known);
+                return 1;
+        }
+        if (store_migrate(d->store, err, sizeof(err))) {
+                log_error("dedupd",
+                          "schema dedupd is at version %d of %d and migrating it failed: %s (run `dedupctl migrate "
+                          "-c FILE` as the role that owns schema dedupd, then start dedupd again)",
+                          applied, known, err);
+                return 1;
+        }
+        return -1;
+}
+
+/* Where the protocol publishes: the broker it consumes. */
+static struct sink daemon_sink(struct daemon *d)
+{
+        if (d->rmq_pub)
+                return rmq_publisher_sink(d->rmq_pub);
+        return d->nats_pub ? nats_sink(d->nats_pub) : producer_sink(d->producer);
+}
+
 /* Everything that must hold before the group is joined; the exit code on failure, -1 to go on. */
 static int prepare(struct daemon *d)
 {
@@ -315,23 +412,19 @@ static int prepare(struct daemon *d)
         int rc;
         lint_config(d->cfg, NULL, NULL); /* key-design warnings, logged */
         d->dlq_max_bytes = xcalloc(d->cfg->topic_cnt, sizeof(*d->dlq_max_bytes));
-        if ((rc = check_topics(d)) >= 0 || (rc = connect_store(d)) >= 0)
+        if ((rc = check_broker(d)) >= 0 || (rc = connect_store(d)) >= 0)
                 return rc;
-        if (store_migrate(d->store, err, sizeof(err))) {
-                log_error("dedupd", "schema migration failed: %s", err);
+        if ((rc = schema_ready(d)) >= 0)
+                return rc;
+        if (d->cfg->source == SOURCE_NATS)
+                d->nats_pub = nats_publisher_new(&d->nats, d->cfg);
+        else if (d->cfg->source == SOURCE_RABBITMQ)
+                d->rmq_pub = rmq_publisher_new(d->cfg);
+        else if (!(d->producer = producer_new(d->cfg, d->dlq_max_bytes, err, sizeof(err)))) {
+                log_error("dedupd", "Kafka producer: %s", err);
                 return 1;
         }
-        if (d->cfg->source == SOURCE_RABBITMQ) {
-                d->rmq = rmq_publisher_new(d->cfg);
-                d->sink = rmq_publisher_sink(d->rmq);
-        } else {
-                if (!(d->producer = producer_new(d->cfg, d->dlq_max_bytes, err, sizeof(err)))) {
-                        log_error("dedupd", "Kafka producer: %s", err);
-                        return 1;
-                }
-                d->sink = producer_sink(d->producer);
-        }
-        if (!(d->pl = pipeline_new(d->cfg, d->store, d->sink, err, sizeof(err)))) {
+        if (!(d->pl = pipeline_new(d->cfg, d->store, daemon_sink(d), err, sizeof(err)))) {
                 log_error("dedupd", "%s", err);
                 return 2;
         }
@@ -369,12 +462,18 @@ static void reload_config(void *opaque)
 static int run(struct daemon *d)
 {
         char err[1024];
-        d->runner = runner_new(d->cfg, d->store, d->pl, d->sink);
+        d->runner = runner_new(d->cfg, d->store, d->pl, daemon_sink(d));
         runner_on_reload(d->runner, &reload_requested, reload_config, d);
-        if (d->cfg->source == SOURCE_RABBITMQ) {
+        if (d->cfg->source == SOURCE_NATS) {
+                if (!(d->src = nats_source_new(d->cfg, &d->nats, runner_events(d->runner), err, sizeof(err)))) {
+                        log_error("dedupd", "NATS consumer: %s", err);
+                        return 1;
+                }
+                nats_source_set_startup_deadline(d->src, d->deadline_ms, d->cfg->startup_timeout_ms);
+        } else if (d->cfg->source == SOURCE_RABBITMQ) {
                 d->src = rmq_source_new(d->cfg, runner_events(d->runner));
                 rmq_source_set_startup_deadline(d->src, d->deadline_ms, d->cfg->startup_timeout_ms);
-                rmq_publisher_attach(d->rmq, d->src);
+                rmq_publisher_attach(d->rmq_pub, d->src);
         } else {
                 if (!(d->src = kafka_source_new(d->cfg, runner_events(d->runner), err, sizeof(err)))) {
                         log_error("dedupd", "Kafka consumer: %s", err);
@@ -398,7 +497,9 @@ static void daemon_free(struct daemon *d)
         watchdog_stop(d->wd);
         pipeline_free(d->pl);
         producer_free(d->producer);
-        rmq_publisher_free(d->rmq);
+        nats_publisher_free(d->nats_pub);
+        rmq_publisher_free(d->rmq_pub);
+        nats_link_close(&d->nats);
         store_free(d->store);
         config_free(d->cfg);
         free(d->dlq_max_bytes);

@@ -14,6 +14,7 @@
 
 #include "base/config_impl.h"
 #include "base/keyspec.h"
+#include "base/redact.h"
 
 /* F_ENUM rows store into enum members as int. */
 _Static_assert(sizeof(enum topic_mode) == sizeof(int), "enum size");
@@ -42,7 +43,9 @@ void config_errors_add(struct config_errors *errs, const char *file, int line, i
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        char *full = xasprintf("%s:%d:%d: %s", file, line, col, msg);
+        char *hidden = redact_text(msg); /* a value echoed back may be a secret read from a file */
+        char *full = xasprintf("%s:%d:%d: %s", file, line, col, hidden ? hidden : msg);
+        free(hidden);
         errs->msgs = xrealloc(errs->msgs, (errs->cnt + 1) * sizeof(*errs->msgs));
         errs->pos = xrealloc(errs->pos, (errs->cnt + 1) * sizeof(*errs->pos));
         errs->pos[errs->cnt] = (long)line * 100000 + col;
@@ -70,8 +73,6 @@ struct walk {
         struct config *cfg;
         int kafka_seen;
         int kafka_line, kafka_col; /* where `kafka:` entries start, for "missing" errors */
-        int kafka_given;           /* `kafka:` is there, right or wrong */
-        int rmq_seen, rmq_line, rmq_col; /* the same for `rabbitmq:` */
         size_t tree_budget;        /* values left for handler config subtrees */
         int tree_err;              /* reported a too deep/large subtree already */
 };
@@ -277,10 +278,8 @@ static void read_bool(struct walk *w, const yaml_node_t *v, void *slot, const ch
 
 static void read_enum(struct walk *w, const struct field *f, const yaml_node_t *v, void *slot, const char *path)
 {
-        char *s = scalar_value(w, v, path), c[CLIP_SZ], list[256], err[512];
-        if (s && f->check && f->check(s, err, sizeof(err)))
-                werr(w, v, "'%s': %s", path, err);
-        else if (s && enum_value(f->names, s, (int *)slot))
+        char *s = scalar_value(w, v, path), c[CLIP_SZ], list[256];
+        if (s && enum_value(f->names, s, (int *)slot))
                 werr(w, v, "'%s': '%s' is not one of %s", path, clip(s, c), enum_list(f->names, list, sizeof(list)));
         free(s);
 }
@@ -294,11 +293,6 @@ static void read_section(struct walk *w, const struct field *f, const yaml_node_
         if (v->type != YAML_MAPPING_NODE) {
                 werr(w, v, "'%s' must be a mapping, not %s", path, node_kind(v));
                 return;
-        }
-        if (!strcmp(path, "rabbitmq")) {
-                w->rmq_seen = 1;
-                w->rmq_line = NODE_LINE(v);
-                w->rmq_col = NODE_COL(v);
         }
         snprintf(sub, sizeof(sub), "%s.", path);
         walk_map(w, v, f->sub, base, sub);
@@ -387,12 +381,13 @@ static void walk_map(struct walk *w, const yaml_node_t *map, const struct field 
         }
         require(w, map, fields, seen, prefix);
 }
+static int secret_property(const char *name);
+
 static void walk_kafka(struct walk *w, const yaml_node_t *n)
 {
         struct config *cfg = w->cfg;
         w->kafka_line = NODE_LINE(n);
         w->kafka_col = NODE_COL(n);
-        w->kafka_given = 1;
         if (n->type != YAML_MAPPING_NODE) {
                 werr(w, n, "'kafka' must be a mapping of librdkafka properties, not %s", node_kind(n));
                 return;
@@ -409,6 +404,8 @@ static void walk_kafka(struct walk *w, const yaml_node_t *n)
                 char *val = scalar_value(w, v, path);
                 if (!val)
                         continue;
+                if (secret_property(scalar(k)))
+                        redact_add(val); /* however it got here: never in a log line */
                 struct config_kv *nk = xrealloc(cfg->kafka, (cfg->kafka_cnt + 1) * sizeof(*nk));
                 cfg->kafka = nk;
                 cfg->kafka[cfg->kafka_cnt++] =
@@ -526,6 +523,24 @@ static int yaml_bounded(const char *name, const char *buf, size_t len, struct co
 }
 
 
+/* Where a top-level key is (its value), or the document's start. */
+static int key_position(struct walk *w, const yaml_node_t *root, const char *key, int *line, int *col)
+{
+        *line = NODE_LINE(root);
+        *col = NODE_COL(root);
+        if (root->type != YAML_MAPPING_NODE)
+                return 0;
+        for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
+                const yaml_node_t *k = node(w, p->key);
+                if (k->type == YAML_SCALAR_NODE && !strcmp(scalar(k), key)) {
+                        *line = NODE_LINE(k);
+                        *col = NODE_COL(k);
+                        return 1;
+                }
+        }
+        return 0;
+}
+
 /* Every row, then the checks across keys. */
 static void walk_document(const char *name, yaml_document_t *doc, struct config_errors *errs, struct config *cfg)
 {
@@ -537,8 +552,13 @@ static void walk_document(const char *name, yaml_document_t *doc, struct config_
                 return;
         }
         walk_map(&w, root, config_top_fields, cfg, "");
-        struct config_checks c = {name,         errs,         cfg,       w.kafka_seen, w.kafka_line,
-                                  w.kafka_col, w.kafka_given, w.rmq_seen, w.rmq_line, w.rmq_col};
+        struct config_checks c = {.file = name, .errs = errs, .cfg = cfg, .kafka_seen = w.kafka_seen,
+                                  .kafka_line = w.kafka_line, .kafka_col = w.kafka_col};
+        int kl, kc;
+        key_position(&w, root, "source", &c.source_line, &c.source_col);
+        c.nats_given = key_position(&w, root, "nats", &c.nats_line, &c.nats_col);
+        c.rmq_given = key_position(&w, root, "rabbitmq", &c.rmq_line, &c.rmq_col);
+        c.kafka_given = key_position(&w, root, "kafka", &kl, &kc);
         if (root->type == YAML_MAPPING_NODE)
                 config_check_source(&c);
         if (c.kafka_seen && cfg->source == SOURCE_KAFKA)
@@ -711,6 +731,13 @@ static int secret_property(const char *name)
                strstr(name, "ssl.key.pem") || strstr(name, "oauthbearer.config");
 }
 
+/* A value as config_dump shows it: a secret row, or one that holds a
+ * secret read from a file (a handler's password in its config), is not. */
+static const char *shown(int secret, const char *v)
+{
+        return secret || redact_contains(v) ? "(set, not shown)" : v;
+}
+
 static void dump_fields(FILE *fp, const struct field *fields, const void *base, const char *prefix)
 {
         for (const struct field *f = fields; f->name; f++) {
@@ -721,7 +748,7 @@ static void dump_fields(FILE *fp, const struct field *fields, const void *base, 
                 switch (f->type) {
                 case F_STR:
                         if (*(char *const *)slot)
-                                fprintf(fp, "%s: %s\n", path, f->secret ? "(set, not shown)" : *(char *const *)slot);
+                                fprintf(fp, "%s: %s\n", path, shown(f->secret, *(char *const *)slot));
                         break;
                 case F_INT: fprintf(fp, "%s: %d\n", path, *(const int *)slot); break;
                 case F_DURATION:
@@ -739,7 +766,7 @@ static void dump_fields(FILE *fp, const struct field *fields, const void *base, 
                         if (!*(json_t *const *)slot)
                                 break;
                         tree = json_dumps(*(json_t *const *)slot, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-                        fprintf(fp, "%s: %s\n", path, tree ? tree : "?");
+                        fprintf(fp, "%s: %s\n", path, tree ? shown(0, tree) : "?");
                         free(tree);
                         break;
                 default: break; /* the lists: config_dump walks them */
@@ -752,7 +779,7 @@ void config_dump(const struct config *cfg, FILE *fp)
         dump_fields(fp, config_top_fields, cfg, "");
         for (size_t i = 0; i < cfg->kafka_cnt; i++)
                 fprintf(fp, "kafka.%s: %s\n", cfg->kafka[i].name,
-                        secret_property(cfg->kafka[i].name) ? "(set, not shown)" : cfg->kafka[i].value);
+                        shown(secret_property(cfg->kafka[i].name), cfg->kafka[i].value));
         for (size_t i = 0; i < cfg->topic_cnt; i++) {
                 char prefix[64];
                 snprintf(prefix, sizeof(prefix), "topics[%zu].", i);

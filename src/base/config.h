@@ -29,9 +29,6 @@ struct retention_class {
         int allow_shorter_than_topic;
 };
 
-/** Where messages come from: one broker kind per daemon. */
-enum source_kind { SOURCE_KAFKA = 0, SOURCE_RABBITMQ, SOURCE_NATS };
-
 enum topic_mode { MODE_TRANSACTIONAL = 0, MODE_EXTERNAL = 1 };
 enum expired_policy { EXPIRED_DEAD_LETTER = 0, EXPIRED_SKIP, EXPIRED_REEXECUTE };
 enum mismatch_policy { MISMATCH_ABSORB = 0, MISMATCH_DEAD_LETTER };
@@ -89,8 +86,12 @@ struct topic_conf {
         const struct retention_class *retention; /* NULL: keys never expire */
 };
 
+/** Which broker the daemon consumes (one per daemon: a second broker is a second dedupd). */
+enum source_kind { SOURCE_KAFKA = 0, SOURCE_RABBITMQ, SOURCE_NATS };
+
 struct config {
         char *path;
+        int source; /* enum source_kind */
         char *namespace;
         char *pg_conninfo;
         int log_level; /* LOG_ERROR .. LOG_DEBUG (base/log.h) */
@@ -99,7 +100,6 @@ struct config {
         int shutdown_timeout_ms;
         int db_retry_max_ms;
 
-        int source; /* enum source_kind */
         struct config_kv *kafka;
         size_t kafka_cnt;
         /* rabbitmq: */
@@ -109,6 +109,17 @@ struct config {
         int rmq_reconnect_max_ms;
         char *rmq_ca_file;
         char *rmq_dlx; /* "": reject to the queue's own dead-letter exchange */
+
+        /* nats: (source: nats) */
+        char *nats_url;            /* secret: it may carry user:password or a token */
+        char *nats_stream;
+        char *nats_durable;        /* "" : dedupd-<namespace> */
+        int nats_max_ack_pending;
+        int nats_ack_wait_ms;
+        char *nats_creds_file;
+        char *nats_token;
+        char *nats_tls_ca;
+        char *nats_dlq_subject;    /* "" : unkeyable messages are terminated (AckTerm) */
 
         struct topic_conf *topics;
         size_t topic_cnt;

@@ -83,49 +83,6 @@ void config_check_kafka(struct config_checks *w)
                                   "missing required key 'kafka.group.id'");
 }
 
-int config_check_source_kind(const char *v, char *err, size_t errsz)
-{
-        if (strcmp(v, "nats"))
-                return 0;
-        snprintf(err, errsz, "this build has no NATS source (kafka or rabbitmq)");
-        return -1;
-}
-
-/* One broker per daemon: its section is required, another broker's is a
- * mistake (it would be silently ignored). */
-void config_check_source(struct config_checks *w)
-{
-        struct config *cfg = w->cfg;
-        if (cfg->source == SOURCE_KAFKA) {
-                if (!w->kafka_given)
-                        config_errors_add(w->errs, w->file, 1, 1, "missing required key 'kafka'");
-                if (w->rmq_seen)
-                        config_errors_add(w->errs, w->file, w->rmq_line, w->rmq_col,
-                                          "'rabbitmq' is set but source is kafka: set source: rabbitmq, or "
-                                          "remove this section");
-                return;
-        }
-        if (cfg->source != SOURCE_RABBITMQ)
-                return;
-        int line = w->rmq_seen ? w->rmq_line : 1, col = w->rmq_seen ? w->rmq_col : 1;
-        if (!cfg->rmq_url || !*cfg->rmq_url) {
-                config_errors_add(w->errs, w->file, line, col, "missing required key 'rabbitmq.url' (source: rabbitmq)");
-        } else {
-                /* Parsed in place: a copy, and never the URL itself in the message (a password). */
-                struct amqp_connection_info info;
-                char *copy = xstrdup(cfg->rmq_url);
-                if (amqp_parse_url(copy, &info) != AMQP_STATUS_OK)
-                        config_errors_add(w->errs, w->file, line, col,
-                                          "rabbitmq.url: not an AMQP URL (amqp://user:password@host:port/vhost or "
-                                          "amqps://...)");
-                free(copy);
-        }
-        if (w->kafka_given)
-                config_errors_add(w->errs, w->file, w->kafka_line, w->kafka_col,
-                                  "'kafka' is set but source is rabbitmq: dedupd consumes and publishes through "
-                                  "one broker; remove this section");
-}
-
 void config_finish_topics(struct config_checks *w)
 {
         struct config *cfg = w->cfg;
@@ -138,7 +95,13 @@ void config_finish_topics(struct config_checks *w)
                         if (cfg->topics[j].name && !strcmp(cfg->topics[j].name, t->name))
                                 config_errors_add(w->errs, w->file, t->line, t->col,
                                                   "topic '%s' is configured twice", t->name);
-                if (!t->dlq_topic || !*t->dlq_topic) {
+                if (cfg->source == SOURCE_NATS) {
+                        /* What the dead-letter log lines name. */
+                        free(t->dlq_topic);
+                        t->dlq_topic = xstrdup(cfg->nats_dlq_subject && *cfg->nats_dlq_subject
+                                                       ? cfg->nats_dlq_subject
+                                                       : "AckTerm (terminated, left in the stream)");
+                } else if (!t->dlq_topic || !*t->dlq_topic) {
                         free(t->dlq_topic);
                         t->dlq_topic = xasprintf("%s.dlq", t->name);
                 }
@@ -195,3 +158,86 @@ void config_finish_topics(struct config_checks *w)
         }
 }
 
+
+/* source: nats — the stream named, batches that fit max_ack_pending, no Kafka-only settings. */
+/* source: rabbitmq: the URL is there and parses; no other broker's section
+ * (it would be silently ignored). */
+static void check_rabbitmq(struct config_checks *w)
+{
+        struct config *cfg = w->cfg;
+        if (!cfg->rmq_url || !*cfg->rmq_url) {
+                config_errors_add(w->errs, w->file, w->rmq_line, w->rmq_col,
+                                  "missing required key 'rabbitmq.url' (source: rabbitmq)");
+        } else {
+                /* Parsed in place: a copy, and never the URL itself in the message (a password). */
+                struct amqp_connection_info info;
+                char *copy = xstrdup(cfg->rmq_url);
+                if (amqp_parse_url(copy, &info) != AMQP_STATUS_OK)
+                        config_errors_add(w->errs, w->file, w->rmq_line, w->rmq_col,
+                                          "rabbitmq.url: not an AMQP URL (amqp://user:password@host:port/vhost or "
+                                          "amqps://...)");
+                free(copy);
+        }
+        if (w->kafka_given)
+                config_errors_add(w->errs, w->file, w->kafka_line, w->kafka_col,
+                                  "'kafka' is set but source is rabbitmq: dedupd consumes and publishes through "
+                                  "one broker; remove this section");
+        if (w->nats_given)
+                config_errors_add(w->errs, w->file, w->nats_line, w->nats_col,
+                                  "nats: is used only with source: nats (this config consumes RabbitMQ); remove it");
+}
+
+static void check_nats(struct config_checks *w)
+{
+        struct config *cfg = w->cfg;
+        if (!cfg->nats_stream || !*cfg->nats_stream)
+                config_errors_add(w->errs, w->file, w->nats_line, w->nats_col,
+                                  "missing required key 'nats.stream' (source: nats consumes one JetStream stream)");
+        if (w->kafka_seen)
+                config_errors_add(w->errs, w->file, w->kafka_line, w->kafka_col,
+                                  "kafka: is not used with source: nats (dead letters and the outbox go through "
+                                  "JetStream); remove it");
+        for (size_t i = 0; i < cfg->topic_cnt; i++) {
+                const struct topic_conf *t = &cfg->topics[i];
+                if (t->dlq_topic && *t->dlq_topic)
+                        config_errors_add(w->errs, w->file, t->line, t->col,
+                                          "topic '%s': dead_letter.topic is Kafka's; with source: nats set "
+                                          "nats.dead_letter.subject",
+                                          t->name ? t->name : "?");
+                if (t->batch_max_messages > cfg->nats_max_ack_pending)
+                        config_errors_add(w->errs, w->file, t->line, t->col,
+                                          "topic '%s': batch.max_messages %d exceeds nats.max_ack_pending %d: "
+                                          "the server would never deliver a full batch",
+                                          t->name ? t->name : "?", t->batch_max_messages,
+                                          cfg->nats_max_ack_pending);
+        }
+}
+
+void config_check_source(struct config_checks *w)
+{
+        switch ((enum source_kind)w->cfg->source) {
+        case SOURCE_KAFKA:
+                if (!w->kafka_given)
+                        config_errors_add(w->errs, w->file, w->source_line, w->source_col,
+                                          "missing required key 'kafka'");
+                if (w->nats_given)
+                        config_errors_add(w->errs, w->file, w->nats_line, w->nats_col,
+                                          "nats: is used only with source: nats (this config consumes Kafka); "
+                                          "remove it or set source: nats");
+                if (w->rmq_given)
+                        config_errors_add(w->errs, w->file, w->rmq_line, w->rmq_col,
+                                          "rabbitmq: is used only with source: rabbitmq (this config consumes "
+                                          "Kafka); remove it or set source: rabbitmq");
+                break;
+        case SOURCE_RABBITMQ:
+                check_rabbitmq(w);
+                break;
+        case SOURCE_NATS:
+                check_nats(w);
+                if (w->rmq_given)
+                        config_errors_add(w->errs, w->file, w->rmq_line, w->rmq_col,
+                                          "rabbitmq: is used only with source: rabbitmq (this config consumes "
+                                          "NATS); remove it");
+                break;
+        }
+}

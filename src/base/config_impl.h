@@ -35,7 +35,7 @@ struct field {
         long min, max;                  /* F_INT bounds; F_DURATION's least value */
         const struct field *sub;        /* F_SECTION, F_TOPICS, F_CLASSES: the rows inside */
         const struct enum_name *names;  /* F_ENUM: NULL-terminated */
-        int (*check)(const char *v, char *err, size_t errsz); /* F_STR, F_ENUM: more than a type */
+        int (*check)(const char *v, char *err, size_t errsz); /* F_STR: more than a type */
         int secret;                     /* never printed (config_dump) */
         int reload;                     /* SIGHUP applies a new value without a restart */
         const char *desc;
@@ -54,15 +54,16 @@ struct config_checks {
         struct config *cfg;
         int kafka_seen;
         int kafka_line, kafka_col; /* where `kafka:` entries start, for "missing" errors */
-        int kafka_given; /* `kafka:` is there, a mapping or not */
-        int rmq_seen;
-        int rmq_line, rmq_col; /* where `rabbitmq:` entries start */
+        int source_line, source_col; /* `source:` (or the document's start) */
+        int nats_line, nats_col;     /* `nats:` (or the document's start) */
+        int kafka_given;             /* a `kafka:` key is there (a mapping or not) */
+        int nats_given;              /* a `nats:` key is there */
+        int rmq_line, rmq_col;       /* `rabbitmq:` (or the document's start) */
+        int rmq_given;               /* a `rabbitmq:` key is there */
 };
-void config_check_kafka(struct config_checks *c);
-/** The source's own section is there, the other brokers' are not. */
+/** What the chosen source needs, and what it leaves unused (source:, kafka:, nats:). */
 void config_check_source(struct config_checks *c);
-/** F_ENUM source: what this build cannot consume from. */
-int config_check_source_kind(const char *v, char *err, size_t errsz);
+void config_check_kafka(struct config_checks *c);
 void config_check_classes(struct config_checks *c);
 void config_finish_topics(struct config_checks *c);
 

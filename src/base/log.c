@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/mem.h"
+#include "base/redact.h"
 
 int log_level_current = LOG_INFO;
 static enum log_format format_current = LOG_FORMAT_HUMAN;
@@ -102,11 +103,13 @@ static int64_t wall_ms(void)
 
 static void emit(int level, const char *ctx, const char *msg)
 {
-        struct log_record rec = {wall_ms(), (int)getpid(), level, ctx, msg};
+        char *hidden = redact_text(msg); /* a secret that reached a message never reaches the line */
+        struct log_record rec = {wall_ms(), (int)getpid(), level, ctx, hidden ? hidden : msg};
         size_t len;
         char *line = log_line_format(format_current, &rec, &len);
         write_all(line, len);
         free(line);
+        free(hidden);
 }
 
 void log_vwrite(int level, const char *ctx, const char *fmt, va_list ap)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/mem.h"
+#include "base/redact.h"
 
 /* libpq reads connect_timeout as an integer; zero or less (or none) is
  * "wait for ever". */
@@ -65,6 +66,8 @@ int conninfo_params_init(struct conninfo_params *p, const char *conninfo, int de
                 n += o->val != NULL;
                 if (o->val && !strcmp(o->keyword, "connect_timeout"))
                         own = o->val;
+                if (o->val && (!strcmp(o->keyword, "password") || !strcmp(o->keyword, "sslpassword")))
+                        redact_add(o->val); /* written in the conninfo itself: still never logged */
         }
         p->keys = xcalloc(n + 2, sizeof(*p->keys));
         p->values = xcalloc(n + 2, sizeof(*p->values));

@@ -153,10 +153,14 @@ int store_schema_version(struct store *s, int *applied, int *known, char *err, s
         PGresult *r = NULL;
         *known = MIGRATION_CNT;
         *applied = 0;
-        if (store_query(s,
-                "SELECT CASE WHEN to_regclass('dedupd.schema_migrations') IS NULL THEN 0 "
-                "ELSE (SELECT coalesce(max(version), 0) FROM dedupd.schema_migrations) END",
-                0, NULL, &r, err, errsz))
+        /* Two statements: one naming a missing table fails as it is parsed. */
+        if (store_query(s, "SELECT to_regclass('dedupd.schema_migrations') IS NOT NULL", 0, NULL, &r, err, errsz))
+                return -1;
+        int exists = PQgetvalue(r, 0, 0)[0] == 't';
+        PQclear(r);
+        if (!exists)
+                return 0;
+        if (store_query(s, "SELECT coalesce(max(version), 0) FROM dedupd.schema_migrations", 0, NULL, &r, err, errsz))
                 return -1;
         *applied = atoi(PQgetvalue(r, 0, 0));
         PQclear(r);

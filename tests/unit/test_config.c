@@ -379,18 +379,15 @@ struct err_case {
 #define Y_RMQ_HEAD "namespace: svc\n" Y_PG "source: rabbitmq\nrabbitmq:\n  url: amqp://g:g@h:5672/v\n" /* 1-6 */
 
 static const struct err_case err_cases[] = {
-        {"error: source nats in a build without it",
-         "namespace: svc\n" Y_PG "source: nats\n" Y_KAFKA Y_TOPICS, 1,
-         "t.yaml:4:9: 'source': this build has no NATS source", NULL, NULL},
         {"error: source rabbitmq without a url",
          "namespace: svc\n" Y_PG "source: rabbitmq\nrabbitmq:\n  prefetch: 10\n" Y_TOPICS, 1,
-         "t.yaml:6:3: missing required key 'rabbitmq.url' (source: rabbitmq)", NULL, NULL},
+         "t.yaml:5:1: missing required key 'rabbitmq.url' (source: rabbitmq)", NULL, NULL},
         {"error: source rabbitmq with a url that is not AMQP",
          "namespace: svc\n" Y_PG "source: rabbitmq\nrabbitmq:\n  url: http://h/\n" Y_TOPICS, 1,
-         "t.yaml:6:3: rabbitmq.url: not an AMQP URL", NULL, NULL},
+         "t.yaml:5:1: rabbitmq.url: not an AMQP URL", NULL, NULL},
         {"error: a rabbitmq section under source kafka",
          Y_HEAD "rabbitmq:\n  url: amqp://h\n" Y_TOPICS, 1,
-         "t.yaml:8:3: 'rabbitmq' is set but source is kafka", NULL, NULL},
+         "t.yaml:7:1: rabbitmq: is used only with source: rabbitmq (this config consumes Kafka)", NULL, NULL},
         {"error: a kafka section under source rabbitmq",
          Y_RMQ_HEAD Y_KAFKA Y_TOPICS, 1,
          "t.yaml:8:3: 'kafka' is set but source is rabbitmq", NULL, NULL},
@@ -403,7 +400,7 @@ static const struct err_case err_cases[] = {
         {"error: unknown top-level key",
          Y_HEAD "colour: blue\n" Y_TOPICS, 1,
          "t.yaml:7:1: unknown key 'colour'",
-         "(expected one of: namespace, log_level, log_format, startup_timeout_ms, shutdown_timeout_ms, postgres, source, kafka, rabbitmq, topics, retention_classes, purge, outbox, http)", NULL},
+         "(expected one of: namespace, log_level, log_format, startup_timeout_ms, shutdown_timeout_ms, source, postgres, kafka, nats, rabbitmq, topics, retention_classes, purge, outbox, http)", NULL},
         {"error: unknown key inside topics[0].key",
          Y_HEAD Y_TOPIC_START Y_SUBJECT Y_ACTION "      flavour: salty\n" Y_HANDLER, 1,
          "t.yaml:12:7: unknown key 'topics[0].key.flavour'",
@@ -439,6 +436,24 @@ static const struct err_case err_cases[] = {
         {"error: missing kafka section",
          "namespace: svc\n" Y_PG Y_TOPICS, 1,
          "t.yaml:1:1: missing required key 'kafka'", NULL, NULL},
+        {"error: source rabbitmq without its section",
+         "namespace: svc\nsource: rabbitmq\n" Y_PG Y_TOPICS, 1,
+         "t.yaml:1:1: missing required key 'rabbitmq.url' (source: rabbitmq)", NULL, NULL},
+        {"error: a nats section with source kafka",
+         Y_HEAD "nats: {stream: S}\n" Y_TOPICS, 1,
+         "t.yaml:7:1: nats: is used only with source: nats", NULL, NULL},
+        {"error: source nats without a stream",
+         "namespace: svc\nsource: nats\n" Y_PG "nats:\n  durable: d\n" Y_TOPICS, 1,
+         "t.yaml:5:1: missing required key 'nats.stream'", NULL, NULL},
+        {"error: source nats with a kafka section",
+         "namespace: svc\nsource: nats\nnats: {stream: S}\n" Y_PG Y_KAFKA Y_TOPICS, 1,
+         "t.yaml:7:3: kafka: is not used with source: nats", NULL, NULL},
+        {"error: source nats, a batch larger than max_ack_pending",
+         "namespace: svc\nsource: nats\nnats: {stream: S, max_ack_pending: 10}\n" Y_PG Y_TOPICS, 1,
+         "t.yaml:7:5: topic 't': batch.max_messages 500 exceeds nats.max_ack_pending 10", NULL, NULL},
+        {"error: source nats, a Kafka dead-letter topic",
+         "namespace: svc\nsource: nats\nnats: {stream: S}\n" Y_PG Y_TOPICS "    dead_letter: {topic: x}\n", 1,
+         "t.yaml:7:5: topic 't': dead_letter.topic is Kafka's", NULL, NULL},
         {"error: missing topics",
          Y_HEAD, 1,
          "t.yaml:1:1: missing required key 'topics'", NULL, NULL},
@@ -975,9 +990,38 @@ static void dump_shows_defaults_and_hides_secrets(void **state)
         config_free(cfg);
 }
 
+static void nats_source_reads_and_hides_its_url(void **state)
+{
+        (void)state;
+        struct config *cfg = load_ok("namespace: shop\nsource: nats\npostgres: {conninfo: host=db}\n"
+                                     "nats: {url: \"nats://u:Pa55@n:4222\", stream: ORDERS, max_ack_pending: 600,\n"
+                                     "       dead_letter: {subject: orders.dead}}\n"
+                                     "topics:\n  - name: orders.created\n    key: {subject: \"{json:id}\", action: PAY}\n"
+                                     "    handler: {path: h.so}\n");
+        char *text = NULL;
+        size_t len = 0;
+        FILE *fp = open_memstream(&text, &len);
+        assert_non_null(fp);
+        assert_int_equal(cfg->source, SOURCE_NATS);
+        assert_string_equal(cfg->nats_stream, "ORDERS");
+        assert_int_equal(cfg->nats_max_ack_pending, 600);
+        assert_int_equal(cfg->nats_ack_wait_ms, 30000);
+        assert_string_equal(cfg->nats_dlq_subject, "orders.dead");
+        assert_int_equal(cfg->kafka_cnt, 0);
+        config_dump(cfg, fp);
+        fclose(fp);
+        assert_contains(text, "source: nats\n");
+        assert_contains(text, "nats.url: (set, not shown)\n");
+        assert_contains(text, "nats.stream: ORDERS\n");
+        assert_null(strstr(text, "Pa55"));
+        free(text);
+        config_free(cfg);
+}
+
 int main(void)
 {
         static const struct CMUnitTest tests[] = {
+                cmocka_unit_test(nats_source_reads_and_hides_its_url),
                 cmocka_unit_test(dump_shows_defaults_and_hides_secrets),
                 cmocka_unit_test(hostile_deep_flow_sequence),
                 cmocka_unit_test(hostile_unterminated_brackets),

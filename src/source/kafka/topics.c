@@ -37,6 +37,7 @@ struct check {
         struct facts *facts;
         size_t nfacts;
         char last_error[512]; /* librdkafka's last word on the connection, e.g. "Connection refused" */
+        int last_code;        /* ...and its code: RD_KAFKA_RESP_ERR__SSL, __AUTHENTICATION */
 };
 
 static void say(struct check *ck, enum topics_severity sev, int line, int col, const char *msg)
@@ -342,8 +343,10 @@ static void admin_error_cb(rd_kafka_t *rk, int err, const char *reason, void *op
         struct check *ck = opaque;
         (void)rk;
         /* "1/1 brokers are down" says less than the refusal before it. */
-        if (err != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || !ck->last_error[0])
+        if (err != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || !ck->last_error[0]) {
                 snprintf(ck->last_error, sizeof(ck->last_error), "%s", reason);
+                ck->last_code = err;
+        }
 }
 
 static rd_kafka_t *admin_client(struct check *ck, char *why, size_t whysz)
@@ -370,19 +373,37 @@ static void bootstrap_pos(const struct config *cfg, int *line, int *col)
                 }
 }
 
-/* No broker answered: one message naming them, nothing else is known. */
-static void unreachable(struct check *ck, rd_kafka_t *rk, int timeout_ms, const char *why)
+/* No broker answered: one message naming them, nothing else is known. A
+ * failed TLS handshake or SASL authentication says so and what to check:
+ * TOPICS_REFUSED; else TOPICS_UNREACHABLE. */
+static enum topics_rc unreachable(struct check *ck, rd_kafka_t *rk, int timeout_ms, const char *why)
 {
         char msg[1400];
         int line, col;
+        enum topics_rc rc = TOPICS_REFUSED;
         rd_kafka_poll(rk, 0); /* serves the error callback */
-        snprintf(msg, sizeof(msg), "cannot reach the Kafka broker(s) at %s (bootstrap.servers) within %d ms: %s%s%s",
-                 kafka_bootstrap(ck->cfg), timeout_ms, why, ck->last_error[0] ? "; last error: " : "",
-                 ck->last_error);
+        if (ck->last_code == RD_KAFKA_RESP_ERR__SSL)
+                snprintf(msg, sizeof(msg),
+                         "the TLS handshake with the Kafka broker(s) at %s (bootstrap.servers) failed (check "
+                         "ssl.ca.location and the broker's certificate): %s",
+                         kafka_bootstrap(ck->cfg), ck->last_error);
+        else if (ck->last_code == RD_KAFKA_RESP_ERR__AUTHENTICATION)
+                snprintf(msg, sizeof(msg),
+                         "the Kafka broker(s) at %s (bootstrap.servers) refused the SASL authentication (check "
+                         "sasl.mechanisms, sasl.username and sasl.password): %s",
+                         kafka_bootstrap(ck->cfg), ck->last_error);
+        else {
+                rc = TOPICS_UNREACHABLE;
+                snprintf(msg, sizeof(msg),
+                         "cannot reach the Kafka broker(s) at %s (bootstrap.servers) within %d ms: %s%s%s",
+                         kafka_bootstrap(ck->cfg), timeout_ms, why, ck->last_error[0] ? "; last error: " : "",
+                         ck->last_error);
+        }
         snprintf(ck->err, ck->errsz, "%s", msg);
         bootstrap_pos(ck->cfg, &line, &col);
         if (ck->report)
                 ck->report(ck->opaque, TOPICS_ERROR, ck->cfg->path, line, col, msg);
+        return rc;
 }
 
 enum topics_rc topics_check(const struct config *cfg, enum topics_mode mode, int timeout_ms,
@@ -409,10 +430,10 @@ enum topics_rc topics_check(const struct config *cfg, enum topics_mode mode, int
         }
         if ((rc = describe(&ck, rk, TOPIC_UNKNOWN, timeout_ms, why, sizeof(why)))) {
                 if (rc == TOPICS_UNREACHABLE) {
-                        unreachable(&ck, rk, timeout_ms, why);
+                        rc = unreachable(&ck, rk, timeout_ms, why);
                         rd_kafka_destroy(rk);
                         free(ck.facts);
-                        return TOPICS_UNREACHABLE;
+                        return rc;
                 }
                 unanswered(&ck, why);
                 goto out;

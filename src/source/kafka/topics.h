@@ -27,6 +27,8 @@ enum topics_rc {
         TOPICS_INVALID,     /* a check failed: the first problem in err */
         TOPICS_UNREACHABLE, /* no broker answered: nothing was checked; err names
                              * bootstrap.servers and says why */
+        TOPICS_REFUSED,     /* a broker was reached and the TLS handshake or the SASL
+                             * authentication failed: waiting does not mend it */
 };
 
 enum topics_mode {
