@@ -17,6 +17,7 @@
 #include "tools/plan.h"
 #include "source/kafka/topics.h"
 #include "source/nats/consumers.h"
+#include "source/rabbitmq/queues.h"
 #include "pg/audit.h"
 #include "pg/store.h"
 #include "pg/grants.h"
@@ -117,6 +118,27 @@ static void check_topics(void *opaque, enum topics_severity sev, const char *fil
         fprintf(stderr, "%s:%d:%d: %s%s\n", file, line, col, sev == TOPICS_WARN ? "warning: " : "", msg);
 }
 
+/* RabbitMQ: every queue and the dead-letter exchange exist; where dead
+ * letters go without one. 0, 1 (invalid) or 2 (unreachable), as check_broker. */
+static int check_queues(const struct config *cfg, struct check_ctx *ck)
+{
+        char err[1024];
+        enum rmq_check_rc rc = rmq_queues_check(cfg, 0, err, sizeof(err));
+        if (rc != RMQ_CHECK_OK) {
+                fprintf(stderr, "%s: %s%s\n", cfg->path, rc == RMQ_CHECK_UNREACHABLE ? "RabbitMQ: " : "", err);
+                return rc == RMQ_CHECK_INVALID ? 1 : 2;
+        }
+        printf("RabbitMQ: every queue exists%s\n", *cfg->rmq_dlx ? ", and the dead-letter exchange" : "");
+        if (!*cfg->rmq_dlx) {
+                ck->warnings++;
+                fprintf(stderr, "%s: warning: rabbitmq.dead_letter.exchange is not set: unkeyable messages are "
+                                "rejected to each queue's own x-dead-letter-exchange, without reason headers "
+                                "(dropped where a queue has none)\n",
+                        cfg->path);
+        }
+        return 0;
+}
+
 /* Whether the database answers, as dedupd will reach it (connect_timeout
  * and all); 0, or 2 with the reason on stderr. */
 static int check_database(const struct config *cfg)
@@ -159,6 +181,8 @@ static int check_broker(struct config *cfg, struct check_ctx *ck)
         char rerr[1024];
         if (cfg->source == SOURCE_NATS)
                 return check_nats(cfg);
+        if (cfg->source == SOURCE_RABBITMQ)
+                return check_queues(cfg, ck);
         enum topics_rc t = topics_check(cfg, TOPICS_CHECK_ONLY, TOPICS_CHECK_TIMEOUT_MS, check_topics, ck, NULL, rerr,
                                         sizeof(rerr));
         return t == TOPICS_UNREACHABLE || t == TOPICS_REFUSED ? 2 : t == TOPICS_INVALID ? 1 : 0;
@@ -446,6 +470,11 @@ static int replay_opts_from(const struct args *a, struct replay_opts *o, int32_t
 static int cmd_replay(struct config *cfg, const struct replay_opts *o)
 {
         char err[1024];
+        if (cfg->source == SOURCE_RABBITMQ) {
+                fprintf(stderr, "dedupctl replay: source rabbitmq has no offsets to move back: publish the "
+                                "messages again instead (the dedup table absorbs the ones already done)\n");
+                return REPLAY_USAGE;
+        }
         enum replay_rc rc = cfg->source == SOURCE_NATS ? replay_nats(cfg, o, err, sizeof(err))
                                                        : replay_run(cfg, o, err, sizeof(err));
         if (rc != REPLAY_OK)

@@ -26,6 +26,9 @@
 #include "source/nats/consumers.h"
 #include "source/nats/publisher.h"
 #include "source/nats/source.h"
+#include "source/rabbitmq/consumer.h"
+#include "source/rabbitmq/publisher.h"
+#include "source/rabbitmq/queues.h"
 #include "core/watchdog.h"
 #include "ops/health.h"
 #include "ops/http.h"
@@ -59,10 +62,11 @@ static void usage(FILE *fp)
         fprintf(fp,
                 "Usage: dedupd -c FILE [options]\n"
                 "\n"
-                "Consume Kafka topics (or NATS JetStream subjects, source: nats) and apply each\n"
-                "message's effect exactly once per business key: the key is claimed in the dedup\n"
-                "table and the handler runs in the same PostgreSQL transaction; Kafka offsets (or\n"
-                "JetStream acks) are committed only after COMMIT.\n"
+                "Consume Kafka topics (or NATS JetStream subjects, source: nats, or RabbitMQ\n"
+                "queues, source: rabbitmq) and apply each message's effect exactly once per\n"
+                "business key: the key is claimed in the dedup table and the handler runs in the\n"
+                "same PostgreSQL transaction; Kafka offsets (or JetStream and RabbitMQ acks) are\n"
+                "committed only after COMMIT.\n"
                 "\n"
                 "Options:\n"
                 "  -c, --config FILE     YAML configuration (required)\n"
@@ -95,6 +99,7 @@ struct daemon {
         struct producer *producer;
         struct nats_link nats;           /* source: nats — the one connection */
         struct nats_publisher *nats_pub; /* source: nats — the sink */
+        struct rmq_publisher *rmq_pub;   /* source: rabbitmq — the sink */
         struct pipeline *pl;
         struct watchdog *wd;
         struct runner *runner;
@@ -284,9 +289,37 @@ static int connect_nats(struct daemon *d)
         return rc;
 }
 
-/* The broker's side of startup: Kafka's topics, or NATS and its stream. */
+/* source: rabbitmq — every queue (and the dead-letter exchange) there,
+ * waiting for the broker until the startup deadline as for the others. The
+ * exit code, or -1 to go on. */
+static int check_queues(struct daemon *d)
+{
+        struct log_ratelimit rl = {0};
+        char err[1024];
+        int rc = -1;
+        for (;;) {
+                enum rmq_check_rc c = rmq_queues_check(d->cfg, 1, err, sizeof(err));
+                if (c != RMQ_CHECK_UNREACHABLE) {
+                        if (c == RMQ_CHECK_INVALID)
+                                log_error("dedupd", "%s", err);
+                        rc = c == RMQ_CHECK_OK ? -1 : 2;
+                        break;
+                }
+                health_beat(log_now_ms()); /* alive, waiting: not ready */
+                log_limited(&rl, 1, 10000, LOG_WARN, "dedupd", "waiting for RabbitMQ: %s (retrying)", err);
+                startup_pause(d, 1000);
+                if ((rc = startup_gives_up(d, &rl, "RabbitMQ", err)) >= 0)
+                        break;
+        }
+        log_ratelimit_flush(&rl);
+        return rc;
+}
+
+/* The broker's side of startup: Kafka's topics, NATS and its stream, or RabbitMQ's queues. */
 static int check_broker(struct daemon *d)
 {
+        if (d->cfg->source == SOURCE_RABBITMQ)
+                return check_queues(d);
         return d->cfg->source == SOURCE_NATS ? connect_nats(d) : check_topics(d);
 }
 
@@ -367,6 +400,8 @@ static int schema_ready(struct daemon *d)
 /* Where the protocol publishes: the broker it consumes. */
 static struct sink daemon_sink(struct daemon *d)
 {
+        if (d->rmq_pub)
+                return rmq_publisher_sink(d->rmq_pub);
         return d->nats_pub ? nats_sink(d->nats_pub) : producer_sink(d->producer);
 }
 
@@ -383,6 +418,8 @@ static int prepare(struct daemon *d)
                 return rc;
         if (d->cfg->source == SOURCE_NATS)
                 d->nats_pub = nats_publisher_new(&d->nats, d->cfg);
+        else if (d->cfg->source == SOURCE_RABBITMQ)
+                d->rmq_pub = rmq_publisher_new(d->cfg);
         else if (!(d->producer = producer_new(d->cfg, d->dlq_max_bytes, err, sizeof(err)))) {
                 log_error("dedupd", "Kafka producer: %s", err);
                 return 1;
@@ -433,6 +470,10 @@ static int run(struct daemon *d)
                         return 1;
                 }
                 nats_source_set_startup_deadline(d->src, d->deadline_ms, d->cfg->startup_timeout_ms);
+        } else if (d->cfg->source == SOURCE_RABBITMQ) {
+                d->src = rmq_source_new(d->cfg, runner_events(d->runner));
+                rmq_source_set_startup_deadline(d->src, d->deadline_ms, d->cfg->startup_timeout_ms);
+                rmq_publisher_attach(d->rmq_pub, d->src);
         } else {
                 if (!(d->src = kafka_source_new(d->cfg, runner_events(d->runner), err, sizeof(err)))) {
                         log_error("dedupd", "Kafka consumer: %s", err);
@@ -457,6 +498,7 @@ static void daemon_free(struct daemon *d)
         pipeline_free(d->pl);
         producer_free(d->producer);
         nats_publisher_free(d->nats_pub);
+        rmq_publisher_free(d->rmq_pub);
         nats_link_close(&d->nats);
         store_free(d->store);
         config_free(d->cfg);

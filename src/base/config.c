@@ -557,6 +557,7 @@ static void walk_document(const char *name, yaml_document_t *doc, struct config_
         int kl, kc;
         key_position(&w, root, "source", &c.source_line, &c.source_col);
         c.nats_given = key_position(&w, root, "nats", &c.nats_line, &c.nats_col);
+        c.rmq_given = key_position(&w, root, "rabbitmq", &c.rmq_line, &c.rmq_col);
         c.kafka_given = key_position(&w, root, "kafka", &kl, &kc);
         if (root->type == YAML_MAPPING_NODE)
                 config_check_source(&c);

@@ -102,6 +102,13 @@ struct config {
 
         struct config_kv *kafka;
         size_t kafka_cnt;
+        /* rabbitmq: */
+        char *rmq_url; /* secret */
+        int rmq_prefetch;
+        int rmq_heartbeat_s;
+        int rmq_reconnect_max_ms;
+        char *rmq_ca_file;
+        char *rmq_dlx; /* "": reject to the queue's own dead-letter exchange */
 
         /* nats: (source: nats) */
         char *nats_url;            /* secret: it may carry user:password or a token */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <amqp.h>
 #include <librdkafka/rdkafka.h>
 
 #include "base/config_impl.h"
@@ -148,12 +149,44 @@ void config_finish_topics(struct config_checks *w)
                         if (!t->keyspec)
                                 config_errors_add(w->errs, w->file, t->line, t->col, "topic '%s': %s",
                                                   t->name, err);
+                        else if (cfg->source != SOURCE_RABBITMQ && keyspec_reads_amqp(t->keyspec))
+                                config_errors_add(w->errs, w->file, t->line, t->col,
+                                                  "topic '%s': {amqp:...} reads an AMQP property, which only "
+                                                  "source: rabbitmq has",
+                                                  t->name);
                 }
         }
 }
 
 
 /* source: nats — the stream named, batches that fit max_ack_pending, no Kafka-only settings. */
+/* source: rabbitmq: the URL is there and parses; no other broker's section
+ * (it would be silently ignored). */
+static void check_rabbitmq(struct config_checks *w)
+{
+        struct config *cfg = w->cfg;
+        if (!cfg->rmq_url || !*cfg->rmq_url) {
+                config_errors_add(w->errs, w->file, w->rmq_line, w->rmq_col,
+                                  "missing required key 'rabbitmq.url' (source: rabbitmq)");
+        } else {
+                /* Parsed in place: a copy, and never the URL itself in the message (a password). */
+                struct amqp_connection_info info;
+                char *copy = xstrdup(cfg->rmq_url);
+                if (amqp_parse_url(copy, &info) != AMQP_STATUS_OK)
+                        config_errors_add(w->errs, w->file, w->rmq_line, w->rmq_col,
+                                          "rabbitmq.url: not an AMQP URL (amqp://user:password@host:port/vhost or "
+                                          "amqps://...)");
+                free(copy);
+        }
+        if (w->kafka_given)
+                config_errors_add(w->errs, w->file, w->kafka_line, w->kafka_col,
+                                  "'kafka' is set but source is rabbitmq: dedupd consumes and publishes through "
+                                  "one broker; remove this section");
+        if (w->nats_given)
+                config_errors_add(w->errs, w->file, w->nats_line, w->nats_col,
+                                  "nats: is used only with source: nats (this config consumes RabbitMQ); remove it");
+}
+
 static void check_nats(struct config_checks *w)
 {
         struct config *cfg = w->cfg;
@@ -191,13 +224,20 @@ void config_check_source(struct config_checks *w)
                         config_errors_add(w->errs, w->file, w->nats_line, w->nats_col,
                                           "nats: is used only with source: nats (this config consumes Kafka); "
                                           "remove it or set source: nats");
+                if (w->rmq_given)
+                        config_errors_add(w->errs, w->file, w->rmq_line, w->rmq_col,
+                                          "rabbitmq: is used only with source: rabbitmq (this config consumes "
+                                          "Kafka); remove it or set source: rabbitmq");
                 break;
         case SOURCE_RABBITMQ:
-                config_errors_add(w->errs, w->file, w->source_line, w->source_col,
-                                  "source: rabbitmq: this build has no RabbitMQ source");
+                check_rabbitmq(w);
                 break;
         case SOURCE_NATS:
                 check_nats(w);
+                if (w->rmq_given)
+                        config_errors_add(w->errs, w->file, w->rmq_line, w->rmq_col,
+                                          "rabbitmq: is used only with source: rabbitmq (this config consumes "
+                                          "NATS); remove it");
                 break;
         }
 }

@@ -58,6 +58,8 @@ struct config_checks {
         int nats_line, nats_col;     /* `nats:` (or the document's start) */
         int kafka_given;             /* a `kafka:` key is there (a mapping or not) */
         int nats_given;              /* a `nats:` key is there */
+        int rmq_line, rmq_col;       /* `rabbitmq:` (or the document's start) */
+        int rmq_given;               /* a `rabbitmq:` key is there */
 };
 /** What the chosen source needs, and what it leaves unused (source:, kafka:, nats:). */
 void config_check_source(struct config_checks *c);

@@ -183,6 +183,30 @@ static const struct field postgres_fields[] = {
         {.name = NULL},
 };
 
+static const struct field rabbitmq_dlq_fields[] = {
+        {.name = "exchange", .type = F_STR, .off = COFF(rmq_dlx), .def = "",
+         .desc = "Exchange unkeyable messages are published to (unchanged, plus dedupd's reason headers; routing key: "
+                 "the topic's dead_letter.topic), confirmed before the original is acked; empty: basic.reject "
+                 "requeue=false to the queue's own x-dead-letter-exchange (no reason headers)"},
+        {.name = NULL},
+};
+
+static const struct field rabbitmq_fields[] = {
+        {.name = "url", .type = F_STR, .off = COFF(rmq_url), .secret = 1,
+         .desc = "amqp://user:password@host:port/vhost (amqps:// for TLS); put the password in ${ENV} (never logged)"},
+        {.name = "prefetch", .type = F_INT, .off = COFF(rmq_prefetch), .def = "1000", .min = 1, .max = 65535,
+         .desc = "basic.qos: most unacknowledged deliveries at once, which bounds a batch"},
+        {.name = "heartbeat_s", .type = F_INT, .off = COFF(rmq_heartbeat_s), .def = "30", .min = 0, .max = 3600,
+         .desc = "AMQP heartbeat; a broker silent for twice this is a lost connection (0: none)"},
+        {.name = "reconnect_max_ms", .type = F_INT, .off = COFF(rmq_reconnect_max_ms), .def = "5000", .min = 10,
+         .max = 600000, .desc = "Longest wait between reconnection attempts while the broker is unreachable"},
+        {.name = "ca_file", .type = F_STR, .off = COFF(rmq_ca_file), .def = "",
+         .desc = "With amqps://: the CA certificate (PEM) the broker's certificate is verified against"},
+        {.name = "dead_letter", .type = F_SECTION, .sub = rabbitmq_dlq_fields,
+         .desc = "Where unkeyable messages go"},
+        {.name = NULL},
+};
+
 static const struct field nats_dlq_fields[] = {
         {.name = "subject", .type = F_STR, .off = COFF(nats_dlq_subject), .def = "",
          .desc = "Subject unkeyable messages are published to (with dedupd.* headers giving the reason; a stream "
@@ -240,6 +264,8 @@ const struct field config_top_fields[] = {
          .desc = "librdkafka properties passed verbatim (bootstrap.servers and group.id required); required "
                  "with source: kafka"},
         {.name = "nats", .type = F_SECTION, .sub = nats_fields, .desc = "NATS JetStream (source: nats)"},
+        {.name = "rabbitmq", .type = F_SECTION, .sub = rabbitmq_fields,
+         .desc = "RabbitMQ (source: rabbitmq); each topics[].name is a queue"},
         {.name = "topics", .type = F_TOPICS, .required = 1, .sub = config_topic_fields,
          .desc = "The topics to consume, one entry each"},
         {.name = "retention_classes", .type = F_CLASSES, .sub = config_class_fields,

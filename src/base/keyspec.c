@@ -15,7 +15,7 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
-enum part_kind { PART_LITERAL, PART_JSON, PART_HEADER, PART_KEY };
+enum part_kind { PART_LITERAL, PART_JSON, PART_HEADER, PART_KEY, PART_AMQP };
 
 /* A JSON path step: an object member or an array index. */
 struct path_step {
@@ -124,6 +124,27 @@ static const char *const refused_sources[] = {
         "offset", "partition", "timestamp", "time", "now", "uuid", "random", "topic",
 };
 
+/* The AMQP basic properties a key may read ({amqp:NAME}): the ones a
+ * publisher sets per message. */
+static const char *const amqp_props[] = {
+        "message_id", "correlation_id", "type", "app_id", "user_id", "reply_to",
+};
+
+static int amqp_part(const char *name, struct part *p, char *err, size_t errsz)
+{
+        for (size_t i = 0; i < sizeof(amqp_props) / sizeof(*amqp_props); i++)
+                if (!strcmp(name, amqp_props[i])) {
+                        p->kind = PART_AMQP;
+                        p->text = xstrdup(name);
+                        return 0;
+                }
+        seterr(err, errsz,
+               "unknown AMQP property '{amqp:%.64s}' (expected message_id, correlation_id, type, app_id, user_id or "
+               "reply_to; AMQP headers are {header:NAME})",
+               name);
+        return -1;
+}
+
 static int tmpl_compile(struct tmpl *t, const char *s, char *err, size_t errsz)
 {
         size_t len = strlen(s);
@@ -167,6 +188,11 @@ static int tmpl_compile(struct tmpl *t, const char *s, char *err, size_t errsz)
                                 p.text = xstrdup(ref + 7);
                         } else if (!strcmp(ref, "key")) {
                                 p.kind = PART_KEY;
+                        } else if (!strncmp(ref, "amqp:", 5)) {
+                                if (amqp_part(ref + 5, &p, err, errsz)) {
+                                        free(ref);
+                                        return -1;
+                                }
                         } else {
                                 for (size_t i = 0; i < sizeof(refused_sources) / sizeof(*refused_sources); i++) {
                                         if (!strcmp(ref, refused_sources[i])) {
@@ -181,7 +207,8 @@ static int tmpl_compile(struct tmpl *t, const char *s, char *err, size_t errsz)
                                         }
                                 }
                                 seterr(err, errsz,
-                                       "unknown key source '{%.64s%s}' (expected {json:PATH}, {header:NAME} or {key})",
+                                       "unknown key source '{%.64s%s}' (expected {json:PATH}, {header:NAME} or {key}; "
+                                       "with source: rabbitmq also {amqp:PROPERTY})",
                                        ref, strlen(ref) > 64 ? "..." : "");
                                 free(ref);
                                 return -1;
@@ -253,6 +280,15 @@ error:
 }
 
 int keyspec_needs_json(const struct keyspec *ks) { return ks->needs_json; }
+
+int keyspec_reads_amqp(const struct keyspec *ks)
+{
+        for (int i = 0; i < 3; i++)
+                for (size_t j = 0; j < ks->t[i].cnt; j++)
+                        if (ks->t[i].parts[j].kind == PART_AMQP)
+                                return 1;
+        return 0;
+}
 
 /* Rendering into a strbuf, in the style of the steps that can fail (this
  * one cannot: out of memory ends the process). */
@@ -418,6 +454,15 @@ static int tmpl_render(const struct tmpl *t, const struct record *in, json_t *ro
                 case PART_KEY:
                         rc = append_bytes("Kafka message key", in->key, in->key_len, b, raw, err, errsz);
                         break;
+                case PART_AMQP: {
+                        const struct dedupd_header *h = NULL;
+                        for (size_t k = 0; k < in->prop_cnt; k++)
+                                if (!strcmp(in->props[k].name, p->text))
+                                        h = &in->props[k];
+                        snprintf(what, sizeof(what), "AMQP property %s", p->text);
+                        rc = append_bytes(what, h ? h->value : NULL, h ? h->value_len : 0, b, raw, err, errsz);
+                        break;
+                }
                 case PART_HEADER: {
                         const struct dedupd_header *h = NULL;
                         /* The last header of a name wins, as in Kafka's lastHeader(). */

@@ -35,6 +35,10 @@ void keyspec_free(struct keyspec *ks);
 /** 1 when any part reads the JSON payload. */
 int keyspec_needs_json(const struct keyspec *ks);
 
+/** 1 when any part reads an AMQP property ({amqp:message_id}): only a
+ *  RabbitMQ source has them. */
+int keyspec_reads_amqp(const struct keyspec *ks);
+
 /**
  * Derive "subject/action[/request]" into out (size outsz, at least
  * KEYSPEC_MAX_KEY_LEN + 1). Returns 0, or -1 with the reason in err

@@ -9,7 +9,7 @@
 #include "base/log.h"
 /* One {...} source of a template, as written. */
 struct source {
-        char kind;         /* 'j' json, 'h' header, 'k' {key}, 'o' anything else */
+        char kind;         /* 'j' json, 'h' header, 'k' {key}, 'a' {amqp:...}, 'o' anything else */
         char text[160];    /* what is inside the braces, for messages */
         char name[96];     /* json: last member; header: its name; other: the word */
         char parent[96];   /* json: the member before the last one, or "" */
@@ -85,6 +85,9 @@ static size_t scan(const char *tmpl, struct source *src, size_t max)
                         snprintf(p->name, sizeof(p->name), "%s", p->text + 7);
                 } else if (!strcmp(p->text, "key")) {
                         p->kind = 'k';
+                } else if (!strncmp(p->text, "amqp:", 5)) {
+                        p->kind = 'a'; /* an AMQP property: config_load checked its name */
+                        snprintf(p->name, sizeof(p->name), "%s", p->text + 5);
                 } else {
                         p->kind = 'o';
                         snprintf(p->name, sizeof(p->name), "%s", p->text);

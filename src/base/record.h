@@ -16,6 +16,10 @@ struct record {
         size_t value_len;
         const struct dedupd_header *headers;
         size_t header_cnt;
+        /* The broker's own per-message properties, by name (AMQP's
+         * message_id, correlation_id, ...): what {amqp:NAME} reads. */
+        const struct dedupd_header *props;
+        size_t prop_cnt;
 };
 
 #endif

@@ -86,7 +86,7 @@ static int host_emit(struct dedupd_ctx *ctx, const char *topic, const void *key,
                                                                  : "no topic");
                 return -1;
         }
-        const struct outbox_msg m = {ctx->idem_key, {topic, key, key_len, value, value_len, headers, header_cnt}};
+        const struct outbox_msg m = {ctx->idem_key, {topic, key, key_len, value, value_len, headers, header_cnt, NULL, 0}};
         if (store_outbox_insert(ctx->store, ctx->ns, &m, err, sizeof(err))) {
                 log_warn(ctx->log_prefix, "emit to %s: %s", topic, err);
                 return -1;

@@ -249,7 +249,9 @@ static void start_positions(struct runner *r, size_t t, const struct pl_part *pa
                         log_info("runner", "assigned %s/%d: starting at offset %" PRId64 " (database)", topic,
                                  (int)pids[j], offs[j]);
                 else
-                        log_info("runner", "assigned %s/%d: no database position, starting at the committed offset",
+                        log_info("runner",
+                                 "assigned %s/%d: no database position, starting where the broker is "
+                                 "(Kafka: the committed offset)",
                                  topic, (int)pids[j]);
         }
 }

@@ -30,6 +30,8 @@ struct pl_msg {
         size_t value_len;
         struct dedupd_header *headers;
         size_t header_cnt;
+        struct dedupd_header *props; /* the broker's properties by name ({amqp:NAME}); NULL: none */
+        size_t prop_cnt;
         void *source; /* the source's own message, owned by the source */
 
         /* The pipeline's state, kept across attempts of the same batch. */

@@ -51,7 +51,8 @@ static void derive(const struct topic_conf *t, struct pl_msg *m)
                 return;
         }
         struct record in = {.key = m->key, .key_len = m->key_len, .value = m->value, .value_len = m->value_len,
-                            .headers = m->headers, .header_cnt = m->header_cnt};
+                            .headers = m->headers, .header_cnt = m->header_cnt,
+                            .props = m->props, .prop_cnt = m->prop_cnt};
         if (keyspec_derive(t->keyspec, &in, key, sizeof(key), why, sizeof(why))) {
                 if (!m->dlq_reason)
                         set_reason(m, "key: %s", why);

@@ -353,7 +353,7 @@ static enum store_rc reply(struct txn *x, const struct pl_msg *m, const struct d
         hdrs[nh++] = (struct dedupd_header){"dedupd.status", status, strlen(status)};
         hdrs[nh++] = (struct dedupd_header){"dedupd.duplicate", duplicate ? "true" : "false", duplicate ? 4 : 5};
         const struct outbox_msg o = {m->idem_key, {topic, corr ? corr->value : NULL, corr ? corr->value_len : 0,
-                                                   response, response ? strlen(response) : 0, hdrs, nh}};
+                                                   response, response ? strlen(response) : 0, hdrs, nh, NULL, 0}};
         return store_outbox_insert(x->pt->store, x->pt->cfg->namespace, &o, x->err, x->errsz);
 }
 

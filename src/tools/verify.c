@@ -16,6 +16,7 @@
 #include "pg/offsets.h"
 #include "pg/store.h"
 #include "source/kafka/client.h"
+#include "source/rabbitmq/queues.h"
 #include "tools/verify_nats.h"
 
 
@@ -234,11 +235,32 @@ static int evidence(struct store *s, const struct config *cfg, struct findings *
         return rc;
 }
 
+/* RabbitMQ has no offsets to compare: what is caught up is an empty queue
+ * (its ready messages; the ones delivered and not yet acknowledged are not
+ * counted). */
+static int queue_depth(const struct config *cfg, const struct verify_opts *o, struct findings *f, char *err,
+                       size_t errsz)
+{
+        int64_t ready[cfg->topic_cnt ? cfg->topic_cnt : 1];
+        printf("\nlag: not measured (source: rabbitmq has no offsets); messages ready per queue instead\n");
+        if (rmq_queues_depth(cfg, ready, err, errsz) != RMQ_CHECK_OK)
+                return -1;
+        for (size_t t = 0; t < cfg->topic_cnt; t++) {
+                printf("  %-24s %12" PRId64 " ready\n", cfg->topics[t].name, ready[t]);
+                if (o->expect_caught_up && ready[t] > 0)
+                        add(f, "lag: queue %s is not caught up: %" PRId64 " message(s) ready", cfg->topics[t].name,
+                            ready[t]);
+        }
+        return 0;
+}
+
 /* High watermark minus dedupd's next offset and minus Kafka's committed
  * offset, per partition of every configured topic. */
 static int lag(struct store *s, const struct config *cfg, const struct verify_opts *o, struct findings *f,
                char *err, size_t errsz)
 {
+        if (cfg->source == SOURCE_RABBITMQ)
+                return queue_depth(cfg, o, f, err, errsz);
         const char *group = kafka_property(cfg, "group.id");
         rd_kafka_t *rk = kafka_client(cfg, RD_KAFKA_CONSUMER, KAFKA_ROLE_CLIENT, group, err, errsz);
         int64_t db_total = 0, kafka_total = 0;

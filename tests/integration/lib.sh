@@ -1,6 +1,7 @@
 # Shared helpers for the integration tests: real PostgreSQL, real Kafka.
 # Each test gets its own database, topics and consumer group, so tests never
-# see each other's rows. Sourced by tests/integration/*.sh.
+# see each other's rows. Sourced by tests/integration/*.sh. KEEP_WORK=1 keeps
+# the test's work directory (configs, dedupd's logs) for a look afterwards.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -40,7 +41,7 @@ cleanup() {
                 done
         fi
         psql "$PG_DSN" -X -q -c "DROP DATABASE IF EXISTS \"$DB\" WITH (FORCE)" >/dev/null 2>&1 || true
-        rm -rf "$WORK"
+        [[ -n ${KEEP_WORK:-} ]] || rm -rf "$WORK"
         exit $rc
 }
 trap cleanup EXIT

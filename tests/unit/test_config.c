@@ -239,6 +239,35 @@ static void minimal_config_defaults(void **state)
         config_free(cfg);
 }
 
+/* source: rabbitmq needs no kafka: section; the rabbitmq: one has defaults,
+ * {amqp:...} keys load, and the URL is never printed. */
+static void rabbitmq_config_defaults(void **state)
+{
+        (void)state;
+        struct config *cfg = load_ok("namespace: svc\n"
+                                     "postgres: {conninfo: \"dbname=x\"}\n"
+                                     "source: rabbitmq\n"
+                                     "rabbitmq: {url: \"amqp://u:s3cret@h:5672/v\"}\n"
+                                     "topics:\n"
+                                     "  - {name: q, key: {subject: \"{amqp:message_id}\"}, handler: {path: h.so}}\n");
+        assert_int_equal(cfg->source, SOURCE_RABBITMQ);
+        assert_string_equal(cfg->rmq_url, "amqp://u:s3cret@h:5672/v");
+        assert_int_equal(cfg->rmq_prefetch, 1000);
+        assert_int_equal(cfg->rmq_heartbeat_s, 30);
+        assert_string_equal(cfg->rmq_dlx, "");
+        assert_int_equal(cfg->kafka_cnt, 0);
+        assert_true(keyspec_reads_amqp(cfg->topics[0].keyspec));
+        char *dump = NULL;
+        size_t len = 0;
+        FILE *fp = open_memstream(&dump, &len);
+        config_dump(cfg, fp);
+        fclose(fp);
+        assert_non_null(strstr(dump, "rabbitmq.url: (set, not shown)\n"));
+        assert_null(strstr(dump, "s3cret"));
+        free(dump);
+        config_free(cfg);
+}
+
 static void env_substitution(void **state)
 {
         setenv("DEDUPD_TEST_HOST", "db.internal", 1);
@@ -347,11 +376,31 @@ struct err_case {
         const char *also;   /* another message starting with this (optional) */
 };
 
+#define Y_RMQ_HEAD "namespace: svc\n" Y_PG "source: rabbitmq\nrabbitmq:\n  url: amqp://g:g@h:5672/v\n" /* 1-6 */
+
 static const struct err_case err_cases[] = {
+        {"error: source rabbitmq without a url",
+         "namespace: svc\n" Y_PG "source: rabbitmq\nrabbitmq:\n  prefetch: 10\n" Y_TOPICS, 1,
+         "t.yaml:5:1: missing required key 'rabbitmq.url' (source: rabbitmq)", NULL, NULL},
+        {"error: source rabbitmq with a url that is not AMQP",
+         "namespace: svc\n" Y_PG "source: rabbitmq\nrabbitmq:\n  url: http://h/\n" Y_TOPICS, 1,
+         "t.yaml:5:1: rabbitmq.url: not an AMQP URL", NULL, NULL},
+        {"error: a rabbitmq section under source kafka",
+         Y_HEAD "rabbitmq:\n  url: amqp://h\n" Y_TOPICS, 1,
+         "t.yaml:7:1: rabbitmq: is used only with source: rabbitmq (this config consumes Kafka)", NULL, NULL},
+        {"error: a kafka section under source rabbitmq",
+         Y_RMQ_HEAD Y_KAFKA Y_TOPICS, 1,
+         "t.yaml:8:3: 'kafka' is set but source is rabbitmq", NULL, NULL},
+        {"error: an AMQP property in a Kafka topic's key",
+         Y_HEAD Y_TOPIC_START "      subject: \"{amqp:message_id}\"\n" Y_ACTION Y_HANDLER, 1,
+         "t.yaml:8:5: topic 't': {amqp:...} reads an AMQP property, which only source: rabbitmq has", NULL, NULL},
+        {"error: an unknown AMQP property",
+         Y_RMQ_HEAD Y_TOPIC_START "      subject: \"{amqp:priority}\"\n" Y_ACTION Y_HANDLER, 1,
+         "t.yaml:10:16: 'topics[0].key.subject': unknown AMQP property '{amqp:priority}'", NULL, NULL},
         {"error: unknown top-level key",
          Y_HEAD "colour: blue\n" Y_TOPICS, 1,
          "t.yaml:7:1: unknown key 'colour'",
-         "(expected one of: namespace, log_level, log_format, startup_timeout_ms, shutdown_timeout_ms, source, postgres, kafka, nats, topics, retention_classes, purge, outbox, http)", NULL},
+         "(expected one of: namespace, log_level, log_format, startup_timeout_ms, shutdown_timeout_ms, source, postgres, kafka, nats, rabbitmq, topics, retention_classes, purge, outbox, http)", NULL},
         {"error: unknown key inside topics[0].key",
          Y_HEAD Y_TOPIC_START Y_SUBJECT Y_ACTION "      flavour: salty\n" Y_HANDLER, 1,
          "t.yaml:12:7: unknown key 'topics[0].key.flavour'",
@@ -387,9 +436,9 @@ static const struct err_case err_cases[] = {
         {"error: missing kafka section",
          "namespace: svc\n" Y_PG Y_TOPICS, 1,
          "t.yaml:1:1: missing required key 'kafka'", NULL, NULL},
-        {"error: source rabbitmq in a build without it",
+        {"error: source rabbitmq without its section",
          "namespace: svc\nsource: rabbitmq\n" Y_PG Y_TOPICS, 1,
-         "t.yaml:2:1: source: rabbitmq: this build has no RabbitMQ source", NULL, NULL},
+         "t.yaml:1:1: missing required key 'rabbitmq.url' (source: rabbitmq)", NULL, NULL},
         {"error: a nats section with source kafka",
          Y_HEAD "nats: {stream: S}\n" Y_TOPICS, 1,
          "t.yaml:7:1: nats: is used only with source: nats", NULL, NULL},
@@ -983,6 +1032,7 @@ int main(void)
                 cmocka_unit_test(hostile_long_value_is_clipped),
                 cmocka_unit_test(valid_full_config),
                 cmocka_unit_test(minimal_config_defaults),
+                cmocka_unit_test(rabbitmq_config_defaults),
                 cmocka_unit_test(env_substitution),
                 cmocka_unit_test(load_from_file),
                 cmocka_unit_test(file_errors_name_the_file),

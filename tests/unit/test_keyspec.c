@@ -260,6 +260,29 @@ static struct keyspec *compile_ok(const char *subject, const char *action, const
         return ks;
 }
 
+/* {amqp:NAME} reads the broker's properties, never a header of that name. */
+static void amqp_properties(void **state)
+{
+        (void)state;
+        static const struct dedupd_header props[] = {{"message_id", "m-1", 3}, {"correlation_id", "c/9", 3}};
+        static const struct dedupd_header hdrs[] = {{"message_id", "from-a-header", 13}};
+        char out[KEYSPEC_MAX_KEY_LEN + 1] = "", err[512] = "";
+        struct keyspec *ks = compile_ok("{amqp:message_id}", "PAY", "{amqp:correlation_id}");
+        struct record in = {.value = "x", .value_len = 1, .headers = hdrs, .header_cnt = 1, .props = props, .prop_cnt = 2};
+        assert_true(keyspec_reads_amqp(ks));
+        assert_int_equal(keyspec_derive(ks, &in, out, sizeof(out), err, sizeof(err)), 0);
+        assert_string_equal(out, "m-1/PAY/c%2F9");
+        in.prop_cnt = 0;
+        assert_int_equal(keyspec_derive(ks, &in, out, sizeof(out), err, sizeof(err)), -1);
+        assert_contains(err, "AMQP property message_id is missing or empty");
+        keyspec_free(ks);
+        ks = compile_ok("{json:id}", "PAY", NULL);
+        assert_false(keyspec_reads_amqp(ks));
+        keyspec_free(ks);
+        assert_int_equal(keyspec_template_check("{amqp:priority}", err, sizeof(err)), -1);
+        assert_contains(err, "unknown AMQP property '{amqp:priority}'");
+}
+
 static void derive_case(void **state)
 {
         const struct derive_case *c = *state;
@@ -521,6 +544,7 @@ int main(void)
 {
         static const struct CMUnitTest tests[] = {
                 cmocka_unit_test(needs_json),
+                cmocka_unit_test(amqp_properties),
                 cmocka_unit_test(deeply_nested_json),
                 cmocka_unit_test(long_key_is_hashed),
                 cmocka_unit_test(key_length_boundary),

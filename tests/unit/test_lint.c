@@ -40,6 +40,7 @@ static const struct lint_case cases[] = {
          .phrase = {"unknown key source '{foo}'"}},
         {.name = "error and warning: {uuid} and no action", .subject = "{uuid}", .errors = 1,
          .warnings = 1, .phrase = {"deduplicates nothing", "no action"}},
+        GOOD("an AMQP message_id is the publisher's", "{amqp:message_id}", "PAY", "{amqp:correlation_id}"),
         GOOD("a payload field named uuid is the caller's", "{json:uuid}", "PAY", NULL),
         GOOD("a payload field named offset is the caller's", "{json:offset}", "PAY", NULL),
         GOOD("order_id + PAY (the seed's answer)", "{json:order_id}", "PAY", NULL),

@@ -1,0 +1,83 @@
+/* queues: what the broker says of the queues and exchange dedupd uses — every queue exists, the dead-letter exchange exists, where dead letters go. */
+#include "source/rabbitmq/queues.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <amqp.h>
+
+#include "base/log.h"
+#include "source/rabbitmq/connection.h"
+
+/* A failed passive declare closes its channel: each check gets its own. */
+static enum rmq_check_rc check_queue(amqp_connection_state_t conn, amqp_channel_t ch, const char *name, int log,
+                                     int64_t *ready, char *err, size_t errsz)
+{
+        char what[300];
+        int code;
+        if (rmq_channel_open(conn, ch, err, errsz))
+                return RMQ_CHECK_UNREACHABLE;
+        amqp_queue_declare_ok_t *ok =
+                amqp_queue_declare(conn, ch, amqp_cstring_bytes(name), 1, 0, 0, 0, amqp_empty_table);
+        snprintf(what, sizeof(what), "queue %s", name);
+        if (rmq_check(conn, what, &code, err, errsz)) {
+                if (code == AMQP_NOT_FOUND)
+                        snprintf(err, errsz, "queue '%s' does not exist (passive queue.declare); declare it "
+                                             "(durable) before dedupd consumes it", name);
+                return code == AMQP_NOT_FOUND ? RMQ_CHECK_INVALID : RMQ_CHECK_UNREACHABLE;
+        }
+        if (ready)
+                *ready = ok ? (int64_t)ok->message_count : -1;
+        if (log && ok)
+                log_info("rabbitmq", "queue %s: %u message(s) ready, %u consumer(s)", name, ok->message_count,
+                         ok->consumer_count);
+        return RMQ_CHECK_OK;
+}
+
+static enum rmq_check_rc check_exchange(amqp_connection_state_t conn, amqp_channel_t ch, const char *name,
+                                        char *err, size_t errsz)
+{
+        int code;
+        if (rmq_channel_open(conn, ch, err, errsz))
+                return RMQ_CHECK_UNREACHABLE;
+        amqp_exchange_declare(conn, ch, amqp_cstring_bytes(name), amqp_cstring_bytes("direct"), 1, 0, 0, 0,
+                              amqp_empty_table);
+        if (rmq_check(conn, "exchange.declare", &code, err, errsz)) {
+                if (code == AMQP_NOT_FOUND)
+                        snprintf(err, errsz, "rabbitmq.dead_letter.exchange '%s' does not exist (passive "
+                                             "exchange.declare)", name);
+                return code == AMQP_NOT_FOUND ? RMQ_CHECK_INVALID : RMQ_CHECK_UNREACHABLE;
+        }
+        return RMQ_CHECK_OK;
+}
+
+enum rmq_check_rc rmq_queues_check(const struct config *cfg, int log, char *err, size_t errsz)
+{
+        enum rmq_check_rc rc = RMQ_CHECK_OK;
+        amqp_connection_state_t conn = rmq_connect(cfg, 0, err, errsz);
+        if (!conn)
+                return RMQ_CHECK_UNREACHABLE;
+        for (size_t t = 0; t < cfg->topic_cnt && rc == RMQ_CHECK_OK; t++)
+                rc = check_queue(conn, (amqp_channel_t)(t + 1), cfg->topics[t].name, log, NULL, err, errsz);
+        if (rc == RMQ_CHECK_OK && *cfg->rmq_dlx)
+                rc = check_exchange(conn, (amqp_channel_t)(cfg->topic_cnt + 1), cfg->rmq_dlx, err, errsz);
+        if (rc == RMQ_CHECK_OK && log && !*cfg->rmq_dlx)
+                log_warn("rabbitmq", "rabbitmq.dead_letter.exchange is not set: an unkeyable message is rejected "
+                                     "(requeue=false) to its queue's own dead-letter exchange, without dedupd's "
+                                     "reason headers; a queue without x-dead-letter-exchange (argument or policy) "
+                                     "drops it");
+        rmq_disconnect(conn);
+        return rc;
+}
+
+enum rmq_check_rc rmq_queues_depth(const struct config *cfg, int64_t *ready, char *err, size_t errsz)
+{
+        enum rmq_check_rc rc = RMQ_CHECK_OK;
+        amqp_connection_state_t conn = rmq_connect(cfg, 0, err, errsz);
+        if (!conn)
+                return RMQ_CHECK_UNREACHABLE;
+        for (size_t t = 0; t < cfg->topic_cnt && rc == RMQ_CHECK_OK; t++)
+                rc = check_queue(conn, (amqp_channel_t)(t + 1), cfg->topics[t].name, 0, &ready[t], err, errsz);
+        rmq_disconnect(conn);
+        return rc;
+}

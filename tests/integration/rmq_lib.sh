@@ -1,0 +1,85 @@
+# RabbitMQ helpers for the integration tests, sourced after lib.sh: queues,
+# a publisher (amqp-publish from amqp-tools), what the broker holds, a config.
+[[ -n ${RABBITMQ_URL:-} ]] || fail "no RABBITMQ_URL in .run/env: run scripts/services up (with DEDUPD_RABBITMQ unset or 1)"
+
+rmqctl() { "$DEDUPD_SERVICES" rabbitmqctl "$@"; }
+
+# rmq_define JSON: queues, exchanges and bindings as rabbitmqctl import_definitions takes them
+rmq_define() {
+        printf '%s\n' "$1" >"$WORK/defs.json"
+        rmqctl import_definitions "$WORK/defs.json" >/dev/null
+}
+
+# rmq_queue NAME [ARGUMENTS_JSON]: a durable queue
+rmq_queue() {
+        rmq_define "{\"queues\":[{\"name\":\"$1\",\"vhost\":\"/\",\"durable\":true,\"auto_delete\":false,\"arguments\":${2:-{\}}}]}"
+}
+
+# rmq_publish QUEUE [amqp-publish options]: each line of stdin one persistent message, through the default exchange
+rmq_publish() {
+        local q=$1
+        shift
+        amqp-publish --url="$RABBITMQ_URL" -r "$q" -p -l "$@"
+}
+
+# rmq_messages QUEUE: ready plus unacknowledged messages in the queue
+rmq_messages() { rmqctl list_queues name messages | awk -v q="$1" '$1==q{print $2}'; }
+
+# rmq_wait_empty QUEUE [SECONDS]: until every message of the queue is acknowledged
+rmq_wait_empty() {
+        local q=$1 secs=${2:-120} n
+        for ((i = 0; i < secs * 4; i++)); do
+                n=$(rmq_messages "$q")
+                [[ $n == 0 ]] && return 0
+                sleep 0.25
+        done
+        fail "timed out: queue $q still holds $n message(s)"
+}
+
+# rmq_get QUEUE: one message's body (amqp-get), "" when the queue is empty
+rmq_get() { amqp-get --url="$RABBITMQ_URL" -q "$1" 2>/dev/null || true; }
+
+# rmq_write_config FILE QUEUE [EXTRA_TOPIC_YAML] [EXTRA_RABBITMQ_YAML]: a config for the transfer handler
+rmq_write_config() {
+        local file=$1 q=$2 extra=${3:-} rextra=${4:-}
+        cat >"$file" <<YAML
+namespace: it-$ID
+log_level: ${LOG_LEVEL:-info}
+shutdown_timeout_ms: 15000
+postgres:
+  conninfo: "$TEST_DSN"
+  retry_max_ms: 1000
+source: rabbitmq
+rabbitmq:
+  url: "\${RMQ_TEST_URL}"
+  prefetch: ${PREFETCH:-500}
+  heartbeat_s: 5
+  reconnect_max_ms: 500
+$rextra
+topics:
+  - name: $q
+    key:
+      subject: "{json:order_id}"
+      action: PAY
+    handler:
+      path: "$BUILD/transfer.so"
+      config:
+        seed_accounts: "${SEED_ACCOUNTS:-100}"
+        initial_balance: "${INITIAL_BALANCE:-1000}"
+    batch:
+      max_messages: ${BATCH_MAX:-200}
+      max_wait_ms: 20
+    retry:
+      backoff_ms: 50
+      backoff_max_ms: 500
+$extra
+YAML
+}
+export RMQ_TEST_URL=$RABBITMQ_URL
+
+AT="$BUILD/tests/amqptool"
+# rmq_dead_letters QUEUE OUT: every message left in QUEUE, each as amqptool prints it, blank-line separated
+rmq_dead_letters() {
+        : >"$2"
+        while RABBITMQ_URL=$RABBITMQ_URL "$AT" get "$1" >>"$2"; do echo >>"$2"; done
+}
