@@ -75,26 +75,27 @@ topic() {
         "$KT" create -t "$1.dlq" -p 1 >/dev/null
 }
 
-# write_config FILE TOPIC [EXTRA_TOPIC_YAML]: a config for the transfer handler
-write_config() {
-        local file=$1 t=$2 extra=${3:-}
-        cat >"$file" <<EOF
+# config_head: the top of every test config (namespace, logs, the database)
+config_head() {
+        cat <<EOF
 namespace: it-$ID
 log_level: ${LOG_LEVEL:-info}
 shutdown_timeout_ms: 15000
 postgres:
   conninfo: "$TEST_DSN"
   retry_max_ms: 1000
-kafka:
-  bootstrap.servers: "$KAFKA_BOOTSTRAP"
-  group.id: "grp-$ID"
-  session.timeout.ms: "6000"
-  heartbeat.interval.ms: "500"
-  topic.metadata.refresh.interval.ms: "2000"
-topics:
-  - name: $t
+EOF
+}
+
+# transfer_topic NAME [SUBJECT]: a topics[] entry running the transfer handler
+# on NAME (a topic, queue or subject), keyed by SUBJECT/PAY ({json:order_id})
+transfer_topic() {
+        local subject=${2:-}
+        [[ -n $subject ]] || subject='{json:order_id}'
+        cat <<EOF
+  - name: $1
     key:
-      subject: "{json:order_id}"
+      subject: "$subject"
       action: PAY
     handler:
       path: "$BUILD/transfer.so"
@@ -107,6 +108,22 @@ topics:
     retry:
       backoff_ms: 50
       backoff_max_ms: 500
+EOF
+}
+
+# write_config FILE TOPIC [EXTRA_TOPIC_YAML]: a config for the transfer handler
+write_config() {
+        local file=$1 t=$2 extra=${3:-}
+        cat >"$file" <<EOF
+$(config_head)
+kafka:
+  bootstrap.servers: "$KAFKA_BOOTSTRAP"
+  group.id: "grp-$ID"
+  session.timeout.ms: "6000"
+  heartbeat.interval.ms: "500"
+  topic.metadata.refresh.interval.ms: "2000"
+topics:
+$(transfer_topic "$t")
 $extra
 EOF
 }

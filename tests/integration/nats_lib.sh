@@ -21,13 +21,8 @@ write_nats_config() {
         local file=$1 nats_extra=${2:-} extra=${3:-} key='{json:order_id}'
         [[ -z ${KEY_SUBJECT:-} ]] || key=$KEY_SUBJECT
         cat >"$file" <<EOF2
-namespace: it-$ID
-log_level: ${LOG_LEVEL:-info}
-shutdown_timeout_ms: 15000
+$(config_head)
 source: nats
-postgres:
-  conninfo: "$TEST_DSN"
-  retry_max_ms: 1000
 nats:
   url: "$NATS_URL"
   stream: $STREAM
@@ -35,21 +30,7 @@ nats:
   ack_wait_ms: ${ACK_WAIT_MS:-2000}
 $nats_extra
 topics:
-  - name: $SUBJ
-    key:
-      subject: "$key"
-      action: PAY
-    handler:
-      path: "$BUILD/transfer.so"
-      config:
-        seed_accounts: "${SEED_ACCOUNTS:-100}"
-        initial_balance: "${INITIAL_BALANCE:-1000}"
-    batch:
-      max_messages: ${BATCH_MAX:-200}
-      max_wait_ms: 20
-    retry:
-      backoff_ms: 50
-      backoff_max_ms: 500
+$(transfer_topic "$SUBJ" "$key")
 $extra
 EOF2
 }

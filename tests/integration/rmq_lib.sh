@@ -43,12 +43,7 @@ rmq_get() { amqp-get --url="$RABBITMQ_URL" -q "$1" 2>/dev/null || true; }
 rmq_write_config() {
         local file=$1 q=$2 extra=${3:-} rextra=${4:-}
         cat >"$file" <<YAML
-namespace: it-$ID
-log_level: ${LOG_LEVEL:-info}
-shutdown_timeout_ms: 15000
-postgres:
-  conninfo: "$TEST_DSN"
-  retry_max_ms: 1000
+$(config_head)
 source: rabbitmq
 rabbitmq:
   url: "\${RMQ_TEST_URL}"
@@ -57,21 +52,7 @@ rabbitmq:
   reconnect_max_ms: 500
 $rextra
 topics:
-  - name: $q
-    key:
-      subject: "{json:order_id}"
-      action: PAY
-    handler:
-      path: "$BUILD/transfer.so"
-      config:
-        seed_accounts: "${SEED_ACCOUNTS:-100}"
-        initial_balance: "${INITIAL_BALANCE:-1000}"
-    batch:
-      max_messages: ${BATCH_MAX:-200}
-      max_wait_ms: 20
-    retry:
-      backoff_ms: 50
-      backoff_max_ms: 500
+$(transfer_topic "$q")
 $extra
 YAML
 }
