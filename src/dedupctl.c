@@ -297,13 +297,11 @@ struct args {
 
 static int parse_offset(const char *opt, const char *s, int64_t *out)
 {
-        char *end;
-        long long v = strtoll(s, &end, 10);
-        if (!*s || *end || v < 0 || s[0] == '-') {
-                fprintf(stderr, "dedupctl: %s '%s': expected an offset (a number >= 0)\n", opt, s);
+        char err[256];
+        if (replay_parse_offset(s, out, err, sizeof(err))) {
+                fprintf(stderr, "dedupctl: %s %s\n", opt, err);
                 return -1;
         }
-        *out = v;
         return 0;
 }
 

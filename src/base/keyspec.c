@@ -110,6 +110,23 @@ static int path_parse(const char *path, struct part *p, char *err, size_t errsz)
         return 0;
 }
 
+static void steps_free(struct part *p)
+{
+        for (size_t j = 0; j < p->step_cnt; j++)
+                free(p->steps[j].member);
+        free(p->steps);
+        p->steps = NULL;
+        p->step_cnt = 0;
+}
+
+int keyspec_path_check(const char *path, char *err, size_t errsz)
+{
+        struct part p = {0};
+        int rc = path_parse(path, &p, err, errsz);
+        steps_free(&p);
+        return rc;
+}
+
 static int tmpl_add(struct tmpl *t, struct part p, char *err, size_t errsz)
 {
         t->parts = xrealloc(t->parts, (t->cnt + 1) * sizeof(*t->parts));

@@ -27,6 +27,9 @@ struct keyspec;
  */
 int keyspec_template_check(const char *tmpl, char *err, size_t errsz);
 
+/** Validate a JSON path as {json:PATH} and fingerprint.fields read it ("a.b[0].c"). */
+int keyspec_path_check(const char *path, char *err, size_t errsz);
+
 /** Compile subject, action and (optional, may be NULL) request. */
 struct keyspec *keyspec_compile(const char *subject, const char *action, const char *request,
                                 char *err, size_t errsz);
