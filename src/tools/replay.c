@@ -134,10 +134,16 @@ int replay_parse_offset(const char *s, int64_t *out, char *err, size_t errsz)
 {
         char *end;
         long long v;
+        /* Digits only: strtoll would also take " 5" and "+5", and saturate
+         * 99999999999999999999 to INT64_MAX — a different offset than written. */
+        if (!*s || strspn(s, "0123456789") != strlen(s)) {
+                snprintf(err, errsz, "'%s': expected an offset (a number >= 0)", s);
+                return -1;
+        }
         errno = 0;
         v = strtoll(s, &end, 10);
-        if (!*s || *end || v < 0 || s[0] == '-') {
-                snprintf(err, errsz, "'%s': expected an offset (a number >= 0)", s);
+        if (errno == ERANGE) {
+                snprintf(err, errsz, "'%s': an offset is at most %lld", s, (long long)INT64_MAX);
                 return -1;
         }
         *out = v;
