@@ -115,11 +115,10 @@ void config_finish_topics(struct config_checks *w)
                                                   t->name);
                         else
                                 json_array_foreach(t->fingerprint_fields, k, v) {
-                                        char tmpl[300];
-                                        snprintf(tmpl, sizeof(tmpl), "{json:%s}",
-                                                 json_is_string(v) ? json_string_value(v) : "");
+                                        /* The path as fingerprinting reads it, not wrapped in a
+                                         * template (where a '}' would end it early). */
                                         if (!json_is_string(v) ||
-                                            keyspec_template_check(tmpl, err, sizeof(err)))
+                                            keyspec_path_check(json_string_value(v), err, sizeof(err)))
                                                 config_errors_add(w->errs, w->file, t->line, t->col,
                                                                   "topic '%s': fingerprint.fields[%zu]: %s",
                                                                   t->name, k,
