@@ -514,14 +514,17 @@ int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out,
                         goto out;
                 }
         }
-        if (b.len > KEYSPEC_MAX_KEY_LEN || b.len >= outsz) {
+        /* A short key spelled like a hashed one is hashed as well: otherwise
+         * a value "sha256:<hex>" would forge the key of the long message whose
+         * digest it is (found by fuzz_derive_diff). */
+        if (b.len > KEYSPEC_MAX_KEY_LEN || b.len >= outsz || !strncmp(b.p, KEYSPEC_HASH_PREFIX, 7)) {
                 unsigned char md[SHA256_DIGEST_LENGTH];
                 if (outsz < 7 + 2 * SHA256_DIGEST_LENGTH + 1) {
                         seterr(err, errsz, "key buffer too small");
                         goto out;
                 }
                 SHA256((const unsigned char *)b.p, b.len, md);
-                memcpy(out, "sha256:", 7);
+                memcpy(out, KEYSPEC_HASH_PREFIX, 7);
                 hex_encode(md, SHA256_DIGEST_LENGTH, out + 7);
         } else {
                 memcpy(out, b.p, b.len + 1);

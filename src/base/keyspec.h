@@ -12,6 +12,8 @@
 /** Keys longer than this are stored as "sha256:<hex>" of the full key so
  *  they always fit the unique index. */
 #define KEYSPEC_MAX_KEY_LEN 512
+/** What a hashed key starts with; a shorter key that starts so is hashed too. */
+#define KEYSPEC_HASH_PREFIX "sha256:"
 
 /** A template (subject, action or request) is at most this long and has at
  *  most this many parts: a key is an id, not a document. */
