@@ -102,6 +102,9 @@ void config_finish_topics(struct config_checks *w)
                         config_errors_add(w->errs, w->file, t->line, t->col,
                                           "topic '%s': the dead-letter topic cannot be the topic itself",
                                           t->name);
+                t->payload_bytes_own = t->max_payload_bytes > 0;
+                if (!t->payload_bytes_own)
+                        t->max_payload_bytes = cfg->limit_payload_bytes;
                 if (t->retry_backoff_max_ms < t->retry_backoff_ms)
                         t->retry_backoff_max_ms = t->retry_backoff_ms;
                 if (t->fingerprint_fields) {

@@ -488,8 +488,23 @@ json_t *keyspec_load_json(const struct record *in, char *err, size_t errsz)
         return root;
 }
 
-int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out,
-                   size_t outsz, char *err, size_t errsz)
+void keyspec_store_form(const char *text, size_t len, char *out, size_t outsz)
+{
+        /* A short key spelled like a hashed one is hashed as well: otherwise
+         * a value "sha256:<hex>" would forge the key of the long message whose
+         * digest it is (found by fuzz_derive_diff). */
+        if (len > KEYSPEC_MAX_KEY_LEN || len >= outsz || !strncmp(text, KEYSPEC_HASH_PREFIX, 7)) {
+                unsigned char md[SHA256_DIGEST_LENGTH];
+                SHA256((const unsigned char *)text, len, md);
+                memcpy(out, KEYSPEC_HASH_PREFIX, 7);
+                hex_encode(md, SHA256_DIGEST_LENGTH, out + 7);
+        } else {
+                memcpy(out, text, len + 1);
+        }
+}
+
+int keyspec_derive_text(const struct keyspec *ks, const struct record *in, size_t max_text, char *out,
+                        size_t outsz, char **text, char *err, size_t errsz)
 {
         json_t *root = NULL;
         struct buf b = {0};
@@ -497,6 +512,12 @@ int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out,
 
         if (errsz)
                 err[0] = '\0';
+        if (text)
+                *text = NULL;
+        if (outsz < 7 + 2 * SHA256_DIGEST_LENGTH + 1) {
+                seterr(err, errsz, "key buffer too small");
+                return -1;
+        }
         if (ks->needs_json && !(root = keyspec_load_json(in, err, errsz)))
                 return -1;
         for (int i = 0; i < 3; i++) {
@@ -514,26 +535,51 @@ int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out,
                         goto out;
                 }
         }
-        /* A short key spelled like a hashed one is hashed as well: otherwise
-         * a value "sha256:<hex>" would forge the key of the long message whose
-         * digest it is (found by fuzz_derive_diff). */
-        if (b.len > KEYSPEC_MAX_KEY_LEN || b.len >= outsz || !strncmp(b.p, KEYSPEC_HASH_PREFIX, 7)) {
-                unsigned char md[SHA256_DIGEST_LENGTH];
-                if (outsz < 7 + 2 * SHA256_DIGEST_LENGTH + 1) {
-                        seterr(err, errsz, "key buffer too small");
-                        goto out;
-                }
-                SHA256((const unsigned char *)b.p, b.len, md);
-                memcpy(out, KEYSPEC_HASH_PREFIX, 7);
-                hex_encode(md, SHA256_DIGEST_LENGTH, out + 7);
-        } else {
-                memcpy(out, b.p, b.len + 1);
+        if (b.len > max_text) {
+                seterr(err, errsz, "key of %zu bytes exceeds limits.key_bytes (%zu)", b.len, max_text);
+                goto out;
+        }
+        keyspec_store_form(b.p, b.len, out, outsz);
+        if (text && strcmp(out, b.p)) {
+                *text = b.p; /* hashed: the text is kept beside it */
+                b.p = NULL;
         }
         rc = 0;
 out:
         free(b.p);
         json_decref(root);
         return rc;
+}
+
+int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out, size_t outsz, char *err,
+                   size_t errsz)
+{
+        return keyspec_derive_text(ks, in, SIZE_MAX, out, outsz, NULL, err, errsz);
+}
+
+size_t keyspec_json_depth(const void *value, size_t len, size_t limit)
+{
+        const unsigned char *p = value;
+        size_t depth = 0;
+        int in_str = 0;
+
+        for (size_t i = 0; i < len; i++) {
+                unsigned char c = p[i];
+                if (in_str) {
+                        if (c == '\\')
+                                i++; /* whatever is escaped, it is not a quote */
+                        else if (c == '"')
+                                in_str = 0;
+                } else if (c == '"') {
+                        in_str = 1;
+                } else if (c == '[' || c == '{') {
+                        if (++depth > limit)
+                                return depth;
+                } else if ((c == ']' || c == '}') && depth) {
+                        depth--;
+                }
+        }
+        return 0;
 }
 
 /* ---- one template on its own ------------------------------------------------- */

@@ -49,6 +49,25 @@ int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out,
                    size_t outsz, char *err, size_t errsz);
 
 /**
+ * keyspec_derive, and more: a key whose text is longer than max_text is
+ * refused ("key of N bytes exceeds limits.key_bytes (M)"); when the key is
+ * stored hashed, *text (when text is not NULL) is its full text (free() it),
+ * else NULL.
+ */
+int keyspec_derive_text(const struct keyspec *ks, const struct record *in, size_t max_text, char *out,
+                        size_t outsz, char **text, char *err, size_t errsz);
+
+/** The form a key's text is stored in (out: at least KEYSPEC_MAX_KEY_LEN + 1):
+ *  itself, or sha256:<hex> when longer than KEYSPEC_MAX_KEY_LEN or spelled
+ *  like a hashed key. dedupctl inspect finds a key by its text this way. */
+void keyspec_store_form(const char *text, size_t len, char *out, size_t outsz);
+
+/** How deep the JSON in value nests, if deeper than limit (counted on the
+ *  bytes, before any parser sees them: brackets outside strings); 0 when
+ *  within it. */
+size_t keyspec_json_depth(const void *value, size_t len, size_t limit);
+
+/**
  * The payload parsed as keys read it: strict JSON (no member given twice, no
  * integer beyond 64 bits). NULL with the reason in err.
  */
