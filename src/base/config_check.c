@@ -118,6 +118,8 @@ void config_finish_topics(struct config_checks *w)
                                                   t->name);
                         else
                                 json_array_foreach(t->fingerprint_fields, k, v) {
+                                        if (json_is_null(v))
+                                                continue; /* its ${...} failed: reported where it is */
                                         /* The path as fingerprinting reads it, not wrapped in a
                                          * template (where a '}' would end it early). */
                                         if (!json_is_string(v) ||

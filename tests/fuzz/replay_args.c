@@ -32,8 +32,9 @@ static void time_arg(const char *s)
         struct tm tm;
         if (!gmtime_r(&t, &tm) || tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999)
                 return; /* outside what ISO-8601's four digits can write */
-        size_t off = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-        snprintf(buf + off, sizeof(buf) - off, ".%03dZ", (int)(ms - (int64_t)t * 1000));
+        /* %Y would write 123, not the four digits ISO-8601 (and the parser) want */
+        snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms - (int64_t)t * 1000));
         FUZZ_ASSERT(replay_parse_time(buf, &again, err, sizeof(err)) == 0 && again == ms,
                     "'%s' is %" PRId64 " ms, written back '%s' (%s)", s, ms, buf, err);
 }
