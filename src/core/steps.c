@@ -64,7 +64,7 @@ static int over_limits(const struct pl_topic *pt, struct pl_msg *m)
         }
         if ((keyspec_needs_json(t->keyspec) || t->fingerprint_fields) &&
             (depth = keyspec_json_depth(m->value, m->value_len, (size_t)cfg->limit_json_depth))) {
-                FIRST_REASON(m, "payload nests more than %zu levels deep: exceeds limits.json_depth (%d)", depth - 1,
+                FIRST_REASON(m, "payload is JSON nested more than %zu levels deep: exceeds limits.json_depth (%d)", depth - 1,
                            cfg->limit_json_depth);
                 return 1;
         }

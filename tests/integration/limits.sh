@@ -45,7 +45,7 @@ assert_eq "$(grep -c '^  dedupd.reason=' "$WORK/dlq.txt")" 4 "dead letters"
 for reason in \
         "payload too large: ${#big} bytes exceeds limits.payload_bytes (2000)" \
         "key: key of 804 bytes exceeds limits.key_bytes (700)" \
-        "payload nests more than 8 levels deep: exceeds limits.json_depth (8)" \
+        "payload is JSON nested more than 8 levels deep: exceeds limits.json_depth (8)" \
         "6 headers exceed limits.headers (5)"; do
         grep -qF "  dedupd.reason=$reason" "$WORK/dlq.txt" || fail "no dead letter with reason '$reason': $(grep dedupd.reason "$WORK/dlq.txt")"
         log "ok: dead-lettered: $reason"
