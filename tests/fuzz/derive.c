@@ -12,6 +12,47 @@ static const char *const specs[][3] = {
 };
 #define SPEC_CNT (sizeof(specs) / sizeof(*specs))
 
+/* How deep a parsed document nests: a scalar is 0, [] is 1. */
+static size_t tree_depth(const json_t *v)
+{
+        size_t d = 0, i;
+        const char *k;
+        json_t *e;
+        if (json_is_array(v)) {
+                json_array_foreach(v, i, e) {
+                        size_t x = tree_depth(e);
+                        d = x > d ? x : d;
+                }
+                return d + 1;
+        }
+        if (json_is_object(v)) {
+                json_object_foreach((json_t *)v, k, e) {
+                        size_t x = tree_depth(e);
+                        d = x > d ? x : d;
+                }
+                return d + 1;
+        }
+        return 0;
+}
+
+/* limits.json_depth counts on the bytes before parsing: it must never see
+ * less nesting than the parser builds, or a payload would pass it. */
+static void depth_never_undercounted(const char *value, size_t len)
+{
+        json_error_t jerr;
+        /* Without duplicate members (keys refuse them anyway) the bytes nest
+         * exactly as deep as the tree: a dropped duplicate can be deeper. */
+        json_t *root = json_loadb(value, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+        if (!root)
+                return;
+        size_t d = tree_depth(root);
+        if (d > 0)
+                FUZZ_ASSERT(keyspec_json_depth(value, len, d - 1) >= d, "document %zu deep, counted within %zu",
+                            d, d - 1);
+        FUZZ_ASSERT(keyspec_json_depth(value, len, d) == 0, "document %zu deep counted deeper", d);
+        json_decref(root);
+}
+
 /* A derived key is stored as PostgreSQL text: non-empty, no NUL, at most KEYSPEC_MAX_KEY_LEN. */
 static void check_key(const char *key)
 {
@@ -38,6 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 h[hc] = (struct dedupd_header){names[i - 2], ff.f[i], ff.len[i]};
         struct record rec = {NULL, ff.cnt > 1 ? ff.f[1] : NULL, ff.cnt > 1 ? ff.len[1] : 0,
                              ff.f[0], ff.len[0], h, hc};
+        depth_never_undercounted(ff.f[0], ff.len[0]);
         for (size_t i = 0; i < SPEC_CNT; i++) {
                 if (keyspec_derive(ks[i], &rec, key, sizeof(key), err, sizeof(err)) == 0)
                         check_key(key);
