@@ -13,9 +13,11 @@
 #include "base/log.h"
 #include "base/version.h"
 #include "tools/replay.h"
+#include "tools/replay_nats.h"
 #include "core/retention.h"
 #include "tools/plan.h"
 #include "source/kafka/topics.h"
+#include "source/nats/consumers.h"
 #include "pg/audit.h"
 #include "pg/store.h"
 #include "pg/schema.h"
@@ -52,7 +54,9 @@ static void usage(FILE *fp)
                 "          [--partitions 0,2] [--dry-run]\n"
                 "                         move the group (kafka group.id) and dedupd.offsets of the\n"
                 "                         namespace to that position, so dedupd delivers those records\n"
-                "                         again; refused (exit 1) while the group has active members\n"
+                "                         again; refused (exit 1) while the group has active members.\n"
+                "                         source: nats: the subject's consumer instead, N a stream\n"
+                "                         sequence; refused while a pull request waits on it\n"
                 "  replay  -c FILE -t TOPIC --reproduce [--from-offset N | --from-time TIME]\n"
                 "          [--to-offset M | --to-time TIME] [--partitions 0,2] [--dry-run]\n"
                 "                         produce the records [N, M) of each partition again, unchanged\n"
@@ -121,10 +125,41 @@ static int check_database(const struct config *cfg)
         return 0;
 }
 
+/* source: nats — the server answers and holds the stream: 0, 1 (no such
+ * stream) or 2 (no answer), the reason on stderr. */
+static int check_nats(const struct config *cfg)
+{
+        struct nats_link l;
+        char err[1200];
+        uint64_t last = 0;
+        if (nats_link_open(&l, cfg, err, sizeof(err))) {
+                fprintf(stderr, "%s: %s\n", cfg->path, err);
+                return 2;
+        }
+        enum nats_check_rc c = nats_stream_check(&l, cfg, &last, err, sizeof(err));
+        if (c == NATS_CHECK_OK)
+                printf("stream %s on %s: exists, last sequence %" PRIu64 "\n", cfg->nats_stream, l.server, last);
+        else
+                fprintf(stderr, "%s: %s\n", cfg->path, err);
+        nats_link_close(&l);
+        return c == NATS_CHECK_OK ? 0 : c == NATS_CHECK_FAILED ? 1 : 2;
+}
+
+/* The broker's side of check: Kafka's topics, or the NATS stream. 1 when
+ * what it found is wrong, 2 when it could not tell. */
+static int check_broker(struct config *cfg, struct check_ctx *ck)
+{
+        char rerr[1024];
+        if (cfg->source == SOURCE_NATS)
+                return check_nats(cfg);
+        enum topics_rc t = topics_check(cfg, TOPICS_CHECK_ONLY, TOPICS_CHECK_TIMEOUT_MS, check_topics, ck, NULL, rerr,
+                                        sizeof(rerr));
+        return t == TOPICS_UNREACHABLE ? 2 : t == TOPICS_INVALID ? 1 : 0;
+}
+
 static int cmd_check(struct config *cfg, int print, int offline)
 {
         struct check_ctx ck = {cfg, 0};
-        char rerr[1024];
         int bad = 0;
         if (print)
                 config_dump(cfg, stdout);
@@ -147,10 +182,8 @@ static int cmd_check(struct config *cfg, int print, int offline)
         if (lint_config(cfg, check_lint, &ck))
                 bad = 1;
         if (!offline) {
-                enum topics_rc t = topics_check(cfg, TOPICS_CHECK_ONLY, TOPICS_CHECK_TIMEOUT_MS, check_topics, &ck,
-                                                NULL, rerr, sizeof(rerr));
-                int unreachable = t == TOPICS_UNREACHABLE;
-                if (t == TOPICS_INVALID)
+                int b = check_broker(cfg, &ck), unreachable = b == 2;
+                if (b == 1)
                         bad = 1;
                 /* Unreachable: exit 2, as every dedupctl command, whatever else was found. */
                 if (check_database(cfg) || unreachable)
@@ -382,7 +415,8 @@ static int replay_opts_from(const struct args *a, struct replay_opts *o, int32_t
 static int cmd_replay(struct config *cfg, const struct replay_opts *o)
 {
         char err[1024];
-        enum replay_rc rc = replay_run(cfg, o, err, sizeof(err));
+        enum replay_rc rc = cfg->source == SOURCE_NATS ? replay_nats(cfg, o, err, sizeof(err))
+                                                       : replay_run(cfg, o, err, sizeof(err));
         if (rc != REPLAY_OK)
                 fprintf(stderr, "dedupctl replay: %s\n", err);
         return (int)rc;

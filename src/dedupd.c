@@ -23,6 +23,9 @@
 #include "pg/store.h"
 #include "pg/schema.h"
 #include "source/kafka/topics.h"
+#include "source/nats/consumers.h"
+#include "source/nats/publisher.h"
+#include "source/nats/source.h"
 #include "core/watchdog.h"
 #include "ops/health.h"
 #include "ops/http.h"
@@ -56,9 +59,10 @@ static void usage(FILE *fp)
         fprintf(fp,
                 "Usage: dedupd -c FILE [options]\n"
                 "\n"
-                "Consume Kafka topics and apply each message's effect exactly once per business\n"
-                "key: the key is claimed in the dedup table and the handler runs in the same\n"
-                "PostgreSQL transaction; Kafka offsets are committed only after COMMIT.\n"
+                "Consume Kafka topics (or NATS JetStream subjects, source: nats) and apply each\n"
+                "message's effect exactly once per business key: the key is claimed in the dedup\n"
+                "table and the handler runs in the same PostgreSQL transaction; Kafka offsets (or\n"
+                "JetStream acks) are committed only after COMMIT.\n"
                 "\n"
                 "Options:\n"
                 "  -c, --config FILE     YAML configuration (required)\n"
@@ -89,6 +93,8 @@ struct daemon {
         int64_t *dlq_max_bytes; /* per topic, what its dead-letter topic takes */
         struct store *store;
         struct producer *producer;
+        struct nats_link nats;           /* source: nats — the one connection */
+        struct nats_publisher *nats_pub; /* source: nats — the sink */
         struct pipeline *pl;
         struct watchdog *wd;
         struct runner *runner;
@@ -199,6 +205,21 @@ static void startup_pause(const struct daemon *d, int ms)
                 usleep(20 * 1000);
 }
 
+/* After a failed startup attempt: 0 when a stop was asked for, 1 when the
+ * deadline has passed (said at ERROR, naming what was awaited), -1 to try
+ * again. */
+static int startup_gives_up(const struct daemon *d, struct log_ratelimit *rl, const char *what, const char *err)
+{
+        if (stop_requested)
+                return 0;
+        if (startup_left(d) > 0)
+                return -1;
+        log_ratelimit_flush(rl); /* before the last word */
+        log_error("dedupd", "startup: gave up after %d ms (startup_timeout_ms) waiting for %s: %s",
+                  d->cfg->startup_timeout_ms, what, err);
+        return 1;
+}
+
 /* Every topic and dead-letter topic exists (or is created,
  * dead_letter.create), dead letters fit, no class keeps keys shorter than
  * its topic keeps messages. While no broker answers it waits (a clean stop
@@ -220,20 +241,47 @@ static int check_topics(struct daemon *d)
                 health_beat(log_now_ms()); /* alive, waiting: not ready */
                 log_limited(&rl, 1, 10000, LOG_WARN, "dedupd", "waiting for the broker: %s (retrying)", err);
                 startup_pause(d, 1000);
-                if (stop_requested) {
-                        rc = 0;
+                if ((rc = startup_gives_up(d, &rl, "the broker", err)) >= 0)
                         break;
-                }
-                if (startup_left(d) <= 0) {
-                        log_ratelimit_flush(&rl); /* before the last word */
-                        log_error("dedupd", "startup: gave up after %d ms (startup_timeout_ms) waiting for the broker: %s",
-                                  d->cfg->startup_timeout_ms, err);
-                        rc = 1;
-                        break;
-                }
         }
         log_ratelimit_flush(&rl);
         return rc;
+}
+
+/* source: nats — the server reached (waiting for it until the startup
+ * deadline, a clean stop still works) and the stream there. The exit code,
+ * or -1 to go on. */
+static int connect_nats(struct daemon *d)
+{
+        struct log_ratelimit rl = {0};
+        char err[1024];
+        int rc = -1;
+        for (;;) {
+                enum nats_check_rc c = NATS_CHECK_UNREACHABLE;
+                if (d->nats.nc || !nats_link_open(&d->nats, d->cfg, err, sizeof(err)))
+                        c = nats_stream_check(&d->nats, d->cfg, NULL, err, sizeof(err));
+                if (c != NATS_CHECK_UNREACHABLE) {
+                        if (c == NATS_CHECK_FAILED)
+                                log_error("dedupd", "%s", err);
+                        rc = c == NATS_CHECK_OK ? -1 : 2;
+                        break;
+                }
+                health_beat(log_now_ms()); /* alive, waiting: not ready */
+                log_limited(&rl, 1, 10000, LOG_WARN, "dedupd", "waiting for NATS: %s (retrying)", err);
+                startup_pause(d, 1000);
+                if ((rc = startup_gives_up(d, &rl, "NATS", err)) >= 0)
+                        break;
+        }
+        log_ratelimit_flush(&rl);
+        if (rc < 0)
+                log_info("dedupd", "connected to NATS %s, stream %s", d->nats.server, d->cfg->nats_stream);
+        return rc;
+}
+
+/* The broker's side of startup: Kafka's topics, or NATS and its stream. */
+static int check_broker(struct daemon *d)
+{
+        return d->cfg->source == SOURCE_NATS ? connect_nats(d) : check_topics(d);
 }
 
 /* The database first: handlers' init() needs it, and a consumer must not
@@ -245,7 +293,7 @@ static int connect_store(struct daemon *d)
         const struct config *cfg = d->cfg;
         struct log_ratelimit rl = {0};
         struct conninfo_params p;
-        char err[1024];
+        char err[1024], what[300];
         int wait_ms = 200, rc = -1;
         /* Longer than any batch may run (the watchdog ends those first) plus
          * a dead-letter write inside a transaction. */
@@ -267,17 +315,9 @@ static int connect_store(struct daemon *d)
                             store_target(d->store), err);
                 startup_pause(d, wait_ms);
                 wait_ms = wait_ms * 2 > cfg->db_retry_max_ms ? cfg->db_retry_max_ms : wait_ms * 2;
-                if (stop_requested) {
-                        rc = 0;
+                snprintf(what, sizeof(what), "the database %s", store_target(d->store));
+                if ((rc = startup_gives_up(d, &rl, what, err)) >= 0)
                         break;
-                }
-                if (startup_left(d) <= 0) {
-                        log_ratelimit_flush(&rl); /* before the last word */
-                        log_error("dedupd", "startup: gave up after %d ms (startup_timeout_ms) waiting for the database %s: %s",
-                                  cfg->startup_timeout_ms, store_target(d->store), err);
-                        rc = 1;
-                        break;
-                }
         }
         log_ratelimit_flush(&rl);
         if (rc >= 0)
@@ -288,6 +328,12 @@ static int connect_store(struct daemon *d)
         return -1;
 }
 
+/* Where the protocol publishes: the broker it consumes. */
+static struct sink daemon_sink(struct daemon *d)
+{
+        return d->nats_pub ? nats_sink(d->nats_pub) : producer_sink(d->producer);
+}
+
 /* Everything that must hold before the group is joined; the exit code on failure, -1 to go on. */
 static int prepare(struct daemon *d)
 {
@@ -295,17 +341,19 @@ static int prepare(struct daemon *d)
         int rc;
         lint_config(d->cfg, NULL, NULL); /* key-design warnings, logged */
         d->dlq_max_bytes = xcalloc(d->cfg->topic_cnt, sizeof(*d->dlq_max_bytes));
-        if ((rc = check_topics(d)) >= 0 || (rc = connect_store(d)) >= 0)
+        if ((rc = check_broker(d)) >= 0 || (rc = connect_store(d)) >= 0)
                 return rc;
         if (store_migrate(d->store, err, sizeof(err))) {
                 log_error("dedupd", "schema migration failed: %s", err);
                 return 1;
         }
-        if (!(d->producer = producer_new(d->cfg, d->dlq_max_bytes, err, sizeof(err)))) {
+        if (d->cfg->source == SOURCE_NATS)
+                d->nats_pub = nats_publisher_new(&d->nats, d->cfg);
+        else if (!(d->producer = producer_new(d->cfg, d->dlq_max_bytes, err, sizeof(err)))) {
                 log_error("dedupd", "Kafka producer: %s", err);
                 return 1;
         }
-        if (!(d->pl = pipeline_new(d->cfg, d->store, producer_sink(d->producer), err, sizeof(err)))) {
+        if (!(d->pl = pipeline_new(d->cfg, d->store, daemon_sink(d), err, sizeof(err)))) {
                 log_error("dedupd", "%s", err);
                 return 2;
         }
@@ -343,13 +391,21 @@ static void reload_config(void *opaque)
 static int run(struct daemon *d)
 {
         char err[1024];
-        d->runner = runner_new(d->cfg, d->store, d->pl, producer_sink(d->producer));
+        d->runner = runner_new(d->cfg, d->store, d->pl, daemon_sink(d));
         runner_on_reload(d->runner, &reload_requested, reload_config, d);
-        if (!(d->src = kafka_source_new(d->cfg, runner_events(d->runner), err, sizeof(err)))) {
-                log_error("dedupd", "Kafka consumer: %s", err);
-                return 1;
+        if (d->cfg->source == SOURCE_NATS) {
+                if (!(d->src = nats_source_new(d->cfg, &d->nats, runner_events(d->runner), err, sizeof(err)))) {
+                        log_error("dedupd", "NATS consumer: %s", err);
+                        return 1;
+                }
+                nats_source_set_startup_deadline(d->src, d->deadline_ms, d->cfg->startup_timeout_ms);
+        } else {
+                if (!(d->src = kafka_source_new(d->cfg, runner_events(d->runner), err, sizeof(err)))) {
+                        log_error("dedupd", "Kafka consumer: %s", err);
+                        return 1;
+                }
+                kafka_source_set_startup_deadline(d->src, d->deadline_ms, d->cfg->startup_timeout_ms);
         }
-        kafka_source_set_startup_deadline(d->src, d->deadline_ms, d->cfg->startup_timeout_ms);
         if (runner_run(d->runner, d->src, &stop_requested, err, sizeof(err))) {
                 log_error("dedupd", "%s", err);
                 return 1;
@@ -366,6 +422,8 @@ static void daemon_free(struct daemon *d)
         watchdog_stop(d->wd);
         pipeline_free(d->pl);
         producer_free(d->producer);
+        nats_publisher_free(d->nats_pub);
+        nats_link_close(&d->nats);
         store_free(d->store);
         config_free(d->cfg);
         free(d->dlq_max_bytes);

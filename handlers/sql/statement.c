@@ -12,6 +12,7 @@
 #include "base/keyspec.h"
 #include "base/mem.h"
 #include "base/record.h"
+#include "base/strbuf.h"
 
 enum param_kind { P_TEMPLATE, P_IDEM_KEY, P_TOPIC, P_PARTITION, P_OFFSET };
 
@@ -24,20 +25,8 @@ struct sql_param {
 /* What the statement is being built into. */
 struct build {
         struct sql_statement *st;
-        char *out;
-        size_t len, cap;
+        struct strbuf out;
 };
-
-static void put(struct build *b, const char *s, size_t n)
-{
-        if (b->len + n + 1 > b->cap) {
-                b->cap = (b->len + n + 1) * 2;
-                b->out = xrealloc(b->out, b->cap);
-        }
-        memcpy(b->out + b->len, s, n);
-        b->len += n;
-        b->out[b->len] = '\0';
-}
 
 /* The sources of dedupd's own, beside the key templates'. */
 static int own_source(const char *name, enum param_kind *kind)
@@ -136,7 +125,7 @@ static int compile_into(struct build *b, const char *s, char *err, size_t errsz)
         while (*s) {
                 size_t n;
                 if ((n = skip_quoted(s))) {
-                        put(b, s, n);
+                        strbuf_add(&b->out, s, n);
                 } else if (s[0] == '$' && isdigit((unsigned char)s[1])) {
                         snprintf(err, errsz,
                                  "the statement has a parameter of its own ($%c...): write the message's "
@@ -154,10 +143,10 @@ static int compile_into(struct build *b, const char *s, char *err, size_t errsz)
                         if (!i)
                                 return -1;
                         snprintf(num, sizeof(num), "$%zu", i);
-                        put(b, num, strlen(num));
+                        strbuf_add(&b->out, num, strlen(num));
                 } else {
                         n = 1;
-                        put(b, s, 1);
+                        strbuf_add(&b->out, s, 1);
                 }
                 s += n;
         }
@@ -177,13 +166,13 @@ struct sql_statement *sql_statement_compile(const char *src, char *err, size_t e
                 snprintf(err, errsz, "the statement is %zu bytes; at most %d are allowed", len, SQL_STATEMENT_MAX_LEN);
                 goto error;
         }
-        put(&b, "", 0);
+        strbuf_add(&b.out, "", 0);
         if (compile_into(&b, src, err, errsz))
                 goto error;
-        st->sql = b.out;
+        st->sql = b.out.p;
         return st;
 error:
-        free(b.out);
+        free(b.out.p);
         sql_statement_free(st);
         return NULL;
 }

@@ -516,6 +516,24 @@ static int yaml_bounded(const char *name, const char *buf, size_t len, struct co
 }
 
 
+/* Where a top-level key is (its value), or the document's start. */
+static int key_position(struct walk *w, const yaml_node_t *root, const char *key, int *line, int *col)
+{
+        *line = NODE_LINE(root);
+        *col = NODE_COL(root);
+        if (root->type != YAML_MAPPING_NODE)
+                return 0;
+        for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
+                const yaml_node_t *k = node(w, p->key);
+                if (k->type == YAML_SCALAR_NODE && !strcmp(scalar(k), key)) {
+                        *line = NODE_LINE(k);
+                        *col = NODE_COL(k);
+                        return 1;
+                }
+        }
+        return 0;
+}
+
 /* Every row, then the checks across keys. */
 static void walk_document(const char *name, yaml_document_t *doc, struct config_errors *errs, struct config *cfg)
 {
@@ -527,8 +545,15 @@ static void walk_document(const char *name, yaml_document_t *doc, struct config_
                 return;
         }
         walk_map(&w, root, config_top_fields, cfg, "");
-        struct config_checks c = {name, errs, cfg, w.kafka_seen, w.kafka_line, w.kafka_col};
-        if (c.kafka_seen)
+        struct config_checks c = {.file = name, .errs = errs, .cfg = cfg, .kafka_seen = w.kafka_seen,
+                                  .kafka_line = w.kafka_line, .kafka_col = w.kafka_col};
+        int kl, kc;
+        key_position(&w, root, "source", &c.source_line, &c.source_col);
+        c.nats_given = key_position(&w, root, "nats", &c.nats_line, &c.nats_col);
+        c.kafka_given = key_position(&w, root, "kafka", &kl, &kc);
+        if (root->type == YAML_MAPPING_NODE)
+                config_check_source(&c);
+        if (c.kafka_seen && cfg->source == SOURCE_KAFKA)
                 config_check_kafka(&c);
         config_check_classes(&c);
         config_finish_topics(&c);

@@ -87,8 +87,12 @@ struct topic_conf {
         const struct retention_class *retention; /* NULL: keys never expire */
 };
 
+/** Which broker the daemon consumes (one per daemon: a second broker is a second dedupd). */
+enum source_kind { SOURCE_KAFKA = 0, SOURCE_RABBITMQ, SOURCE_NATS };
+
 struct config {
         char *path;
+        int source; /* enum source_kind */
         char *namespace;
         char *pg_conninfo;
         int log_level; /* LOG_ERROR .. LOG_DEBUG (base/log.h) */
@@ -99,6 +103,17 @@ struct config {
 
         struct config_kv *kafka;
         size_t kafka_cnt;
+
+        /* nats: (source: nats) */
+        char *nats_url;            /* secret: it may carry user:password or a token */
+        char *nats_stream;
+        char *nats_durable;        /* "" : dedupd-<namespace> */
+        int nats_max_ack_pending;
+        int nats_ack_wait_ms;
+        char *nats_creds_file;
+        char *nats_token;
+        char *nats_tls_ca;
+        char *nats_dlq_subject;    /* "" : unkeyable messages are terminated (AckTerm) */
 
         struct topic_conf *topics;
         size_t topic_cnt;

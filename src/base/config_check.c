@@ -94,7 +94,13 @@ void config_finish_topics(struct config_checks *w)
                         if (cfg->topics[j].name && !strcmp(cfg->topics[j].name, t->name))
                                 config_errors_add(w->errs, w->file, t->line, t->col,
                                                   "topic '%s' is configured twice", t->name);
-                if (!t->dlq_topic || !*t->dlq_topic) {
+                if (cfg->source == SOURCE_NATS) {
+                        /* What the dead-letter log lines name. */
+                        free(t->dlq_topic);
+                        t->dlq_topic = xstrdup(cfg->nats_dlq_subject && *cfg->nats_dlq_subject
+                                                       ? cfg->nats_dlq_subject
+                                                       : "AckTerm (terminated, left in the stream)");
+                } else if (!t->dlq_topic || !*t->dlq_topic) {
                         free(t->dlq_topic);
                         t->dlq_topic = xasprintf("%s.dlq", t->name);
                 }
@@ -150,3 +156,52 @@ void config_finish_topics(struct config_checks *w)
         }
 }
 
+
+/* source: nats — the stream named, batches that fit max_ack_pending, no Kafka-only settings. */
+static void check_nats(struct config_checks *w)
+{
+        struct config *cfg = w->cfg;
+        if (!cfg->nats_stream || !*cfg->nats_stream)
+                config_errors_add(w->errs, w->file, w->nats_line, w->nats_col,
+                                  "missing required key 'nats.stream' (source: nats consumes one JetStream stream)");
+        if (w->kafka_seen)
+                config_errors_add(w->errs, w->file, w->kafka_line, w->kafka_col,
+                                  "kafka: is not used with source: nats (dead letters and the outbox go through "
+                                  "JetStream); remove it");
+        for (size_t i = 0; i < cfg->topic_cnt; i++) {
+                const struct topic_conf *t = &cfg->topics[i];
+                if (t->dlq_topic && *t->dlq_topic)
+                        config_errors_add(w->errs, w->file, t->line, t->col,
+                                          "topic '%s': dead_letter.topic is Kafka's; with source: nats set "
+                                          "nats.dead_letter.subject",
+                                          t->name ? t->name : "?");
+                if (t->batch_max_messages > cfg->nats_max_ack_pending)
+                        config_errors_add(w->errs, w->file, t->line, t->col,
+                                          "topic '%s': batch.max_messages %d exceeds nats.max_ack_pending %d: "
+                                          "the server would never deliver a full batch",
+                                          t->name ? t->name : "?", t->batch_max_messages,
+                                          cfg->nats_max_ack_pending);
+        }
+}
+
+void config_check_source(struct config_checks *w)
+{
+        switch ((enum source_kind)w->cfg->source) {
+        case SOURCE_KAFKA:
+                if (!w->kafka_given)
+                        config_errors_add(w->errs, w->file, w->source_line, w->source_col,
+                                          "missing required key 'kafka'");
+                if (w->nats_given)
+                        config_errors_add(w->errs, w->file, w->nats_line, w->nats_col,
+                                          "nats: is used only with source: nats (this config consumes Kafka); "
+                                          "remove it or set source: nats");
+                break;
+        case SOURCE_RABBITMQ:
+                config_errors_add(w->errs, w->file, w->source_line, w->source_col,
+                                  "source: rabbitmq: this build has no RabbitMQ source");
+                break;
+        case SOURCE_NATS:
+                check_nats(w);
+                break;
+        }
+}

@@ -54,7 +54,13 @@ struct config_checks {
         struct config *cfg;
         int kafka_seen;
         int kafka_line, kafka_col; /* where `kafka:` entries start, for "missing" errors */
+        int source_line, source_col; /* `source:` (or the document's start) */
+        int nats_line, nats_col;     /* `nats:` (or the document's start) */
+        int kafka_given;             /* a `kafka:` key is there (a mapping or not) */
+        int nats_given;              /* a `nats:` key is there */
 };
+/** What the chosen source needs, and what it leaves unused (source:, kafka:, nats:). */
+void config_check_source(struct config_checks *c);
 void config_check_kafka(struct config_checks *c);
 void config_check_classes(struct config_checks *c);
 void config_finish_topics(struct config_checks *c);

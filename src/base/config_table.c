@@ -18,6 +18,8 @@ static const struct enum_name on_mismatch_names[] = {
         {"absorb", MISMATCH_ABSORB}, {"dead-letter", MISMATCH_DEAD_LETTER}, {NULL, 0}};
 static const struct enum_name log_levels[] = {
         {"error", LOG_ERROR}, {"warn", LOG_WARN}, {"info", LOG_INFO}, {"debug", LOG_DEBUG}, {NULL, 0}};
+static const struct enum_name sources[] = {
+        {"kafka", SOURCE_KAFKA}, {"rabbitmq", SOURCE_RABBITMQ}, {"nats", SOURCE_NATS}, {NULL, 0}};
 static const struct enum_name log_formats[] = {
         {"human", LOG_FORMAT_HUMAN}, {"json", LOG_FORMAT_JSON}, {NULL, 0}};
 
@@ -206,6 +208,40 @@ static const struct field postgres_fields[] = {
         {.name = NULL},
 };
 
+static const struct field nats_dlq_fields[] = {
+        {.name = "subject", .type = F_STR, .off = COFF(nats_dlq_subject), .def = "",
+         .desc = "Subject unkeyable messages are published to (with dedupd.* headers giving the reason; a stream "
+                 "must capture it: the PubAck is awaited before the original is acked); empty: they are "
+                 "terminated (AckTerm) and stay in the stream, the reason logged"},
+        {.name = NULL},
+};
+
+static const struct field nats_fields[] = {
+        {.name = "url", .type = F_STR, .off = COFF(nats_url), .def = "nats://127.0.0.1:4222", .secret = 1,
+         .desc = "NATS server URL(s), comma-separated; may carry user:password@ (never logged)"},
+        {.name = "stream", .type = F_STR, .off = COFF(nats_stream), .def = "",
+         .desc = "The JetStream stream whose subjects are the topics[].name; required with source: nats, and "
+                 "it must exist"},
+        {.name = "durable", .type = F_STR, .off = COFF(nats_durable), .def = "",
+         .desc = "Durable pull consumer name prefix; each topic's consumer is <durable>-<subject> (. * > as _); "
+                 "empty: dedupd-<namespace>"},
+        {.name = "max_ack_pending", .type = F_INT, .off = COFF(nats_max_ack_pending), .def = "1000", .min = 1,
+         .max = 1000000,
+         .desc = "Unacknowledged messages the server lets one consumer hold; bounds a batch (batch.max_messages "
+                 "may not exceed it)"},
+        {.name = "ack_wait_ms", .type = F_INT, .off = COFF(nats_ack_wait_ms), .def = "30000", .min = 1000,
+         .max = 3600000,
+         .desc = "How long the server waits for an ack before redelivering; keep it above batch.timeout_ms"},
+        {.name = "creds_file", .type = F_STR, .off = COFF(nats_creds_file), .def = "",
+         .desc = "NATS credentials file (JWT and seed); empty: none"},
+        {.name = "token", .type = F_STR, .off = COFF(nats_token), .def = "", .secret = 1,
+         .desc = "Authentication token (never logged); put it in ${ENV}"},
+        {.name = "tls_ca", .type = F_STR, .off = COFF(nats_tls_ca), .def = "",
+         .desc = "CA certificates file: set, the connection uses TLS and verifies the server with it"},
+        {.name = "dead_letter", .type = F_SECTION, .sub = nats_dlq_fields, .desc = "Where unkeyable messages go"},
+        {.name = NULL},
+};
+
 const struct field config_top_fields[] = {
         {.name = "namespace", .type = F_STR, .off = COFF(namespace), .required = 1,
          .desc = "Dedup scope: the service's name. Not the consumer group, which changes with a blue/green deploy "
@@ -222,9 +258,13 @@ const struct field config_top_fields[] = {
                  "a restart without group.instance.id waits that long for its partitions"},
         {.name = "shutdown_timeout_ms", .type = F_INT, .off = COFF(shutdown_timeout_ms), .def = "10000", .min = 0,
          .max = 600000, .desc = "Longest a clean shutdown may take before dedupd exits anyway"},
+        {.name = "source", .type = F_ENUM, .off = COFF(source), .def = "kafka", .names = sources,
+         .desc = "The broker this daemon consumes (a second broker is a second dedupd)"},
         {.name = "postgres", .type = F_SECTION, .required = 1, .sub = postgres_fields, .desc = "The database"},
-        {.name = "kafka", .type = F_KV, .required = 1,
-         .desc = "librdkafka properties passed verbatim (bootstrap.servers and group.id required)"},
+        {.name = "kafka", .type = F_KV,
+         .desc = "librdkafka properties passed verbatim (bootstrap.servers and group.id required); required "
+                 "with source: kafka"},
+        {.name = "nats", .type = F_SECTION, .sub = nats_fields, .desc = "NATS JetStream (source: nats)"},
         {.name = "topics", .type = F_TOPICS, .required = 1, .sub = config_topic_fields,
          .desc = "The topics to consume, one entry each"},
         {.name = "retention_classes", .type = F_CLASSES, .sub = config_class_fields,

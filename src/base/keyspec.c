@@ -3,6 +3,7 @@
 
 #include "base/hex.h"
 #include "base/mem.h"
+#include "base/strbuf.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -270,24 +271,11 @@ error:
 
 int keyspec_needs_json(const struct keyspec *ks) { return ks->needs_json; }
 
-/* Growing output buffer. */
-struct buf {
-        char *p;
-        size_t len, cap;
-};
-
-static int buf_add(struct buf *b, const void *data, size_t n)
+/* Rendering into a strbuf, in the style of the steps that can fail (this
+ * one cannot: out of memory ends the process). */
+static int buf_add(struct strbuf *b, const void *data, size_t n)
 {
-        if (b->len + n + 1 > b->cap) {
-                size_t cap = b->cap ? b->cap * 2 : 128;
-                while (cap < b->len + n + 1)
-                        cap *= 2;
-                b->p = xrealloc(b->p, cap);
-                b->cap = cap;
-        }
-        memcpy(b->p + b->len, data, n);
-        b->len += n;
-        b->p[b->len] = '\0';
+        strbuf_add(b, data, n);
         return 0;
 }
 
@@ -337,7 +325,7 @@ static int utf8_valid(const unsigned char *s, size_t n)
  * between subject, action and request can never be forged by a value:
  * subject "a/PAY/b" + request "c" and subject "a" + request "b/PAY/c"
  * stay two different keys. */
-static int buf_add_value(struct buf *b, const char *s, size_t n, int raw)
+static int buf_add_value(struct strbuf *b, const char *s, size_t n, int raw)
 {
         size_t start = 0;
         if (raw)
@@ -352,7 +340,7 @@ static int buf_add_value(struct buf *b, const char *s, size_t n, int raw)
         return buf_add(b, s + start, n - start);
 }
 
-static int append_json(const struct part *p, json_t *root, struct buf *b, int raw, char *err,
+static int append_json(const struct part *p, json_t *root, struct strbuf *b, int raw, char *err,
                        size_t errsz)
 {
         json_t *v = root;
@@ -416,7 +404,7 @@ static int append_json(const struct part *p, json_t *root, struct buf *b, int ra
         }
 }
 
-static int append_bytes(const char *what, const void *data, size_t len, struct buf *b, int raw,
+static int append_bytes(const char *what, const void *data, size_t len, struct strbuf *b, int raw,
                         char *err, size_t errsz)
 {
         if (!data || (len == 0 && !raw)) {
@@ -430,7 +418,7 @@ static int append_bytes(const char *what, const void *data, size_t len, struct b
         return buf_add_value(b, data, len, raw);
 }
 
-static int tmpl_render(const struct tmpl *t, const struct record *in, json_t *root, struct buf *b, int raw,
+static int tmpl_render(const struct tmpl *t, const struct record *in, json_t *root, struct strbuf *b, int raw,
                        char *err, size_t errsz)
 {
         for (size_t i = 0; i < t->cnt; i++) {
@@ -507,7 +495,7 @@ int keyspec_derive_text(const struct keyspec *ks, const struct record *in, size_
                         size_t outsz, char **text, char *err, size_t errsz)
 {
         json_t *root = NULL;
-        struct buf b = {0};
+        struct strbuf b = {0};
         int rc = -1;
 
         if (errsz)
@@ -614,7 +602,7 @@ int keytmpl_needs_json(const struct keytmpl *kt) { return kt->needs_json; }
 
 char *keytmpl_render(const struct keytmpl *kt, const struct record *in, json_t *root, char *err, size_t errsz)
 {
-        struct buf b = {0};
+        struct strbuf b = {0};
         if (tmpl_render(&kt->t, in, root, &b, 1, err, errsz) || buf_add(&b, "", 0)) {
                 free(b.p);
                 return NULL;

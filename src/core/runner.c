@@ -414,6 +414,8 @@ static void run_batch(struct runner *r, size_t t, volatile sig_atomic_t *stop)
         enum pl_rc rc = pipeline_process(r->pl, t, b->msgs, n, &n, commits, &nc, err, sizeof(err));
         if (rc == PL_OK) {
                 r->src->ops->ack(r->src, commits, nc);
+                if (r->src->ops->done)
+                        r->src->ops->done(r->src, b->msgs, n);
                 fault_point("after_ack");
                 batch_done(r, t, n);
                 return;

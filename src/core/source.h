@@ -71,6 +71,10 @@ struct source_ops {
         void (*release)(struct source *src, struct pl_msg *m);
         /** After COMMIT: each partition is done up to next_offset. */
         void (*ack)(struct source *src, const struct pl_commit *commits, size_t n);
+        /** Optional, right after ack: exactly these messages committed (for a
+         *  broker that acknowledges message by message and may deliver below
+         *  a committed position again). */
+        void (*done)(struct source *src, struct pl_msg *const *msgs, size_t n);
         /** Stop (pause 1) or resume fetching these partitions. */
         void (*pause)(struct source *src, const struct pl_part *parts, size_t n, int pause);
         /** A fatal broker error, or NULL: the runner stops with it. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/mem.h"
+#include "base/strbuf.h"
 
 struct series {
         char *values[METRIC_MAX_LABELS];
@@ -136,36 +137,19 @@ void metric_forget(struct metric *m, const char *const *values)
 
 /* ---- rendering ----------------------------------------------------------- */
 
-struct out {
-        char *p;
-        size_t len, cap;
-};
-
-static void put(struct out *o, const char *s, size_t n)
-{
-        if (o->len + n + 1 > o->cap) {
-                o->cap = (o->len + n + 1) * 2;
-                o->p = xrealloc(o->p, o->cap);
-        }
-        memcpy(o->p + o->len, s, n);
-        o->len += n;
-        o->p[o->len] = '\0';
-}
-
-static void puts_(struct out *o, const char *s) { put(o, s, strlen(s)); }
 
 /* Label values escape \, " and newline; help text escapes \ and newline. */
-static void put_escaped(struct out *o, const char *s, int quotes)
+static void put_escaped(struct strbuf *o, const char *s, int quotes)
 {
         for (; *s; s++) {
                 if (*s == '\\')
-                        puts_(o, "\\\\");
+                        strbuf_adds(o, "\\\\");
                 else if (*s == '\n')
-                        puts_(o, "\\n");
+                        strbuf_adds(o, "\\n");
                 else if (*s == '"' && quotes)
-                        puts_(o, "\\\"");
+                        strbuf_adds(o, "\\\"");
                 else
-                        put(o, s, 1);
+                        strbuf_add(o, s, 1);
         }
 }
 
@@ -179,41 +163,41 @@ static void format_number(char *num, size_t sz, double v)
         }
 }
 
-static void put_number(struct out *o, double v)
+static void put_number(struct strbuf *o, double v)
 {
         char num[40];
         format_number(num, sizeof(num), v);
-        puts_(o, num);
+        strbuf_adds(o, num);
 }
 
 /* name{a="x",b="y"[,le="0.5"]} value */
-static void put_sample(struct out *o, const struct metric *m, const struct series *s, const char *suffix,
+static void put_sample(struct strbuf *o, const struct metric *m, const struct series *s, const char *suffix,
                        const char *le, double v)
 {
-        puts_(o, m->def->name);
-        puts_(o, suffix);
+        strbuf_adds(o, m->def->name);
+        strbuf_adds(o, suffix);
         if (m->nlabels || le) {
-                puts_(o, "{");
+                strbuf_adds(o, "{");
                 for (size_t l = 0; l < m->nlabels; l++) {
-                        puts_(o, l ? ",": "");
-                        puts_(o, m->def->labels[l]);
-                        puts_(o, "=\"");
+                        strbuf_adds(o, l ? ",": "");
+                        strbuf_adds(o, m->def->labels[l]);
+                        strbuf_adds(o, "=\"");
                         put_escaped(o, s->values[l], 1);
-                        puts_(o, "\"");
+                        strbuf_adds(o, "\"");
                 }
                 if (le) {
-                        puts_(o, m->nlabels ? ",le=\"" : "le=\"");
-                        puts_(o, le);
-                        puts_(o, "\"");
+                        strbuf_adds(o, m->nlabels ? ",le=\"" : "le=\"");
+                        strbuf_adds(o, le);
+                        strbuf_adds(o, "\"");
                 }
-                puts_(o, "}");
+                strbuf_adds(o, "}");
         }
-        puts_(o, " ");
+        strbuf_adds(o, " ");
         put_number(o, v);
-        puts_(o, "\n");
+        strbuf_adds(o, "\n");
 }
 
-static void put_histogram(struct out *o, const struct metric *m, const struct series *s)
+static void put_histogram(struct strbuf *o, const struct metric *m, const struct series *s)
 {
         double cumulative = 0;
         char le[40];
@@ -227,18 +211,18 @@ static void put_histogram(struct out *o, const struct metric *m, const struct se
         put_sample(o, m, s, "_count", NULL, s->count);
 }
 
-static void put_family(struct out *o, const struct metric *m)
+static void put_family(struct strbuf *o, const struct metric *m)
 {
         static const char *const types[] = {"counter", "gauge", "histogram"};
-        puts_(o, "# HELP ");
-        puts_(o, m->def->name);
-        puts_(o, " ");
+        strbuf_adds(o, "# HELP ");
+        strbuf_adds(o, m->def->name);
+        strbuf_adds(o, " ");
         put_escaped(o, m->def->help, 0);
-        puts_(o, "\n# TYPE ");
-        puts_(o, m->def->name);
-        puts_(o, " ");
-        puts_(o, types[m->def->type]);
-        puts_(o, "\n");
+        strbuf_adds(o, "\n# TYPE ");
+        strbuf_adds(o, m->def->name);
+        strbuf_adds(o, " ");
+        strbuf_adds(o, types[m->def->type]);
+        strbuf_adds(o, "\n");
         for (size_t i = 0; i < m->n; i++) {
                 if (m->def->type == METRIC_HISTOGRAM)
                         put_histogram(o, m, &m->series[i]);
@@ -249,8 +233,8 @@ static void put_family(struct out *o, const struct metric *m)
 
 char *registry_render(struct registry *r)
 {
-        struct out o = {0};
-        puts_(&o, "");
+        struct strbuf o = {0};
+        strbuf_adds(&o, "");
         pthread_mutex_lock(&r->lock);
         for (size_t f = 0; f < r->n; f++)
                 put_family(&o, r->families[f]);

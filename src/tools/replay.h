@@ -33,7 +33,7 @@ struct replay_opts {
         int64_t from_time_ms; /* -1: not given */
 };
 
-/** Reset or re-produce as o says; progress on stderr, the plan and the summary on stdout. */
+/** Kafka: reset or re-produce as o says (NATS: replay_nats); progress on stderr, the plan and the summary on stdout. */
 enum replay_rc replay_run(const struct config *cfg, const struct replay_opts *o, char *err,
                           size_t errsz);
 

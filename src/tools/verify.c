@@ -16,6 +16,7 @@
 #include "pg/offsets.h"
 #include "pg/store.h"
 #include "source/kafka/client.h"
+#include "tools/verify_nats.h"
 
 
 static const char *const statuses[] = {"DONE", "FAILED", "PENDING", "EXPIRED"};
@@ -307,6 +308,20 @@ out:
         return rc;
 }
 
+static void add_line(void *opaque, const char *line)
+{
+        add(opaque, "%s", line);
+}
+
+/* The broker's side: Kafka's watermarks and group, or the NATS consumers. */
+static int broker_lag(struct store *s, const struct config *cfg, const struct verify_opts *o, struct findings *f,
+                      char *err, size_t errsz)
+{
+        if (cfg->source == SOURCE_NATS)
+                return verify_nats_lag(s, cfg, o->expect_caught_up, add_line, f, err, errsz);
+        return lag(s, cfg, o, f, err, errsz);
+}
+
 enum verify_rc verify_run(const struct config *cfg, const struct verify_opts *o, char *err,
                           size_t errsz)
 {
@@ -326,7 +341,7 @@ enum verify_rc verify_run(const struct config *cfg, const struct verify_opts *o,
         }
         printf("namespace %s, database %s\n\n", cfg->namespace, store_target(s));
         if (keys_by_status(s, cfg->namespace, &f, err, errsz) || counters(s, cfg, o, err, errsz) ||
-            evidence(s, cfg, &f, err, errsz) || lag(s, cfg, o, &f, err, errsz))
+            evidence(s, cfg, &f, err, errsz) || broker_lag(s, cfg, o, &f, err, errsz))
                 goto out;
         if (f.cnt) {
                 printf("\n%zu anomal%s:\n", f.cnt, f.cnt == 1 ? "y" : "ies");

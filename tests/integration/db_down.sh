@@ -9,7 +9,10 @@ topic "$T" 4
 write_config "$WORK/c.yaml" "$T"
 workload "$WORK/w.txt" "$WORK/keys.txt" 4000 3000
 start d1 "$WORK/c.yaml"
-"$KT" produce -t "$T" <"$WORK/w.txt"
+# A first part before the outage, the rest while the database is down: dedupd
+# is fast enough to finish 4,000 messages before pg-stop lands, and the
+# outage must meet messages to be worth testing.
+head -n 1000 "$WORK/w.txt" | "$KT" produce -t "$T"
 for ((i = 0; i < 200; i++)); do
         (($(progressed "$T") >= 500)) && break
         sleep 0.05
@@ -17,6 +20,7 @@ done
 
 "$DEDUPD_SERVICES" pg-stop immediate
 log "PostgreSQL stopped at $(date +%T)"
+tail -n +1001 "$WORK/w.txt" | "$KT" produce -t "$T"
 sleep 4
 kill -0 "${PIDS[d1]}" 2>/dev/null || fail "dedupd died while the database was down"
 committed_down=$("$KT" offsets -t "$T" -g "grp-$ID" | awk '$1!="total" && $4>0 {s+=$4} END {print s+0}')

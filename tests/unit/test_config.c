@@ -382,7 +382,7 @@ static const struct err_case err_cases[] = {
         {"error: unknown top-level key",
          Y_HEAD "colour: blue\n" Y_TOPICS, 1,
          "t.yaml:7:1: unknown key 'colour'",
-         "(expected one of: namespace, log_level, log_format, startup_timeout_ms, shutdown_timeout_ms, postgres, kafka, topics, retention_classes, purge, outbox, http, limits)", NULL},
+         "(expected one of: namespace, log_level, log_format, startup_timeout_ms, shutdown_timeout_ms, source, postgres, kafka, nats, topics, retention_classes, purge, outbox, http, limits)", NULL},
         {"error: unknown key inside topics[0].key",
          Y_HEAD Y_TOPIC_START Y_SUBJECT Y_ACTION "      flavour: salty\n" Y_HANDLER, 1,
          "t.yaml:12:7: unknown key 'topics[0].key.flavour'",
@@ -418,6 +418,24 @@ static const struct err_case err_cases[] = {
         {"error: missing kafka section",
          "namespace: svc\n" Y_PG Y_TOPICS, 1,
          "t.yaml:1:1: missing required key 'kafka'", NULL, NULL},
+        {"error: source rabbitmq in a build without it",
+         "namespace: svc\nsource: rabbitmq\n" Y_PG Y_TOPICS, 1,
+         "t.yaml:2:1: source: rabbitmq: this build has no RabbitMQ source", NULL, NULL},
+        {"error: a nats section with source kafka",
+         Y_HEAD "nats: {stream: S}\n" Y_TOPICS, 1,
+         "t.yaml:7:1: nats: is used only with source: nats", NULL, NULL},
+        {"error: source nats without a stream",
+         "namespace: svc\nsource: nats\n" Y_PG "nats:\n  durable: d\n" Y_TOPICS, 1,
+         "t.yaml:5:1: missing required key 'nats.stream'", NULL, NULL},
+        {"error: source nats with a kafka section",
+         "namespace: svc\nsource: nats\nnats: {stream: S}\n" Y_PG Y_KAFKA Y_TOPICS, 1,
+         "t.yaml:7:3: kafka: is not used with source: nats", NULL, NULL},
+        {"error: source nats, a batch larger than max_ack_pending",
+         "namespace: svc\nsource: nats\nnats: {stream: S, max_ack_pending: 10}\n" Y_PG Y_TOPICS, 1,
+         "t.yaml:7:5: topic 't': batch.max_messages 500 exceeds nats.max_ack_pending 10", NULL, NULL},
+        {"error: source nats, a Kafka dead-letter topic",
+         "namespace: svc\nsource: nats\nnats: {stream: S}\n" Y_PG Y_TOPICS "    dead_letter: {topic: x}\n", 1,
+         "t.yaml:7:5: topic 't': dead_letter.topic is Kafka's", NULL, NULL},
         {"error: missing topics",
          Y_HEAD, 1,
          "t.yaml:1:1: missing required key 'topics'", NULL, NULL},
@@ -972,9 +990,38 @@ static void dump_shows_defaults_and_hides_secrets(void **state)
         config_free(cfg);
 }
 
+static void nats_source_reads_and_hides_its_url(void **state)
+{
+        (void)state;
+        struct config *cfg = load_ok("namespace: shop\nsource: nats\npostgres: {conninfo: host=db}\n"
+                                     "nats: {url: \"nats://u:Pa55@n:4222\", stream: ORDERS, max_ack_pending: 600,\n"
+                                     "       dead_letter: {subject: orders.dead}}\n"
+                                     "topics:\n  - name: orders.created\n    key: {subject: \"{json:id}\", action: PAY}\n"
+                                     "    handler: {path: h.so}\n");
+        char *text = NULL;
+        size_t len = 0;
+        FILE *fp = open_memstream(&text, &len);
+        assert_non_null(fp);
+        assert_int_equal(cfg->source, SOURCE_NATS);
+        assert_string_equal(cfg->nats_stream, "ORDERS");
+        assert_int_equal(cfg->nats_max_ack_pending, 600);
+        assert_int_equal(cfg->nats_ack_wait_ms, 30000);
+        assert_string_equal(cfg->nats_dlq_subject, "orders.dead");
+        assert_int_equal(cfg->kafka_cnt, 0);
+        config_dump(cfg, fp);
+        fclose(fp);
+        assert_contains(text, "source: nats\n");
+        assert_contains(text, "nats.url: (set, not shown)\n");
+        assert_contains(text, "nats.stream: ORDERS\n");
+        assert_null(strstr(text, "Pa55"));
+        free(text);
+        config_free(cfg);
+}
+
 int main(void)
 {
         static const struct CMUnitTest tests[] = {
+                cmocka_unit_test(nats_source_reads_and_hides_its_url),
                 cmocka_unit_test(dump_shows_defaults_and_hides_secrets),
                 cmocka_unit_test(hostile_deep_flow_sequence),
                 cmocka_unit_test(hostile_unterminated_brackets),

@@ -1,0 +1,162 @@
+/* link: the one NATS connection and JetStream context of a process — built from the nats: section, reconnecting for ever, errors in words. */
+#include "source/nats/link.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+
+const char *nats_link_redact(const char *url, char *buf, size_t bufsz)
+{
+        size_t o = 0;
+        buf[0] = '\0';
+        /* Each comma-separated URL on its own: scheme://[userinfo@]host */
+        while (*url && o + 1 < bufsz) {
+                const char *end = strchr(url, ',');
+                size_t len = end ? (size_t)(end - url) : strlen(url);
+                const char *scheme = strstr(url, "://");
+                const char *host = url;
+                if (scheme && (size_t)(scheme - url) < len)
+                        host = scheme + 3;
+                const char *at = memchr(host, '@', len - (size_t)(host - url));
+                int n = at ? snprintf(buf + o, bufsz - o, "%s%.*s%.*s", o ? "," : "", (int)(host - url), url,
+                                      (int)(len - (size_t)(at + 1 - url)), at + 1)
+                           : snprintf(buf + o, bufsz - o, "%s%.*s", o ? "," : "", (int)len, url);
+                if (n < 0 || (size_t)n >= bufsz - o)
+                        break;
+                o += (size_t)n;
+                url += len;
+                if (*url == ',')
+                        url++;
+        }
+        return buf;
+}
+
+const char *nats_consumer_name(const struct config *cfg, size_t t, char *buf, size_t bufsz)
+{
+        char prefix[160];
+        if (cfg->nats_durable && *cfg->nats_durable)
+                snprintf(prefix, sizeof(prefix), "%s", cfg->nats_durable);
+        else
+                snprintf(prefix, sizeof(prefix), "dedupd-%s", cfg->namespace);
+        snprintf(buf, bufsz, "%s-%s", prefix, cfg->topics[t].name);
+        /* A consumer name may not hold . * > or white space. */
+        for (char *p = buf; *p; p++)
+                if (*p == '.' || *p == '*' || *p == '>' || *p == ' ' || *p == '\t')
+                        *p = '_';
+        return buf;
+}
+
+const char *nats_link_error(natsStatus s, jsErrCode jerr, char *buf, size_t bufsz)
+{
+        const char *last = nats_GetLastError(NULL);
+        if (jerr)
+                snprintf(buf, bufsz, "%s (JetStream error %d)%s%s", natsStatus_GetText(s), (int)jerr,
+                         last && *last ? ": " : "", last ? last : "");
+        else
+                snprintf(buf, bufsz, "%s%s%s", natsStatus_GetText(s), last && *last ? ": " : "", last ? last : "");
+        return buf;
+}
+
+int nats_link_unreachable(natsStatus s)
+{
+        return s == NATS_NO_SERVER || s == NATS_CONNECTION_CLOSED || s == NATS_CONNECTION_DISCONNECTED ||
+               s == NATS_IO_ERROR || s == NATS_TIMEOUT || s == NATS_STALE_CONNECTION || s == NATS_NO_RESPONDERS ||
+               s == NATS_SSL_ERROR;
+}
+
+/* What the callbacks name. They run on the client's threads, possibly
+ * after the link that set them is gone: they touch nothing of it. */
+static char callback_server[256];
+
+static void on_disconnected(natsConnection *nc, void *closure)
+{
+        (void)closure;
+        if (natsConnection_Status(nc) != NATS_CONN_STATUS_CLOSED) /* closed on purpose: not news */
+                log_warn("nats", "disconnected from %s; reconnecting (acks and publishes wait)", callback_server);
+}
+
+static void on_reconnected(natsConnection *nc, void *closure)
+{
+        (void)nc;
+        (void)closure;
+        log_info("nats", "reconnected to %s", callback_server);
+}
+
+static void on_error(natsConnection *nc, natsSubscription *sub, natsStatus s, void *closure)
+{
+        (void)nc;
+        (void)sub;
+        (void)closure;
+        log_warn("nats", "asynchronous error: %s", natsStatus_GetText(s));
+}
+
+/* The options of the nats: section. */
+static natsStatus options(natsOptions **o, const struct config *cfg)
+{
+        natsStatus s = natsOptions_Create(o);
+        if (s == NATS_OK)
+                s = natsOptions_SetURL(*o, cfg->nats_url);
+        if (s == NATS_OK)
+                s = natsOptions_SetMaxReconnect(*o, -1); /* for ever: the runner waits, nothing is lost */
+        if (s == NATS_OK)
+                s = natsOptions_SetReconnectWait(*o, 500);
+        if (s == NATS_OK)
+                s = natsOptions_SetTimeout(*o, NATS_TIMEOUT_MS);
+        if (s == NATS_OK && cfg->nats_token && *cfg->nats_token)
+                s = natsOptions_SetToken(*o, cfg->nats_token);
+        if (s == NATS_OK && cfg->nats_creds_file && *cfg->nats_creds_file)
+                s = natsOptions_SetUserCredentialsFromFiles(*o, cfg->nats_creds_file, NULL);
+        if (s == NATS_OK && cfg->nats_tls_ca && *cfg->nats_tls_ca) {
+                s = natsOptions_SetSecure(*o, true);
+                if (s == NATS_OK)
+                        s = natsOptions_LoadCATrustedCertificates(*o, cfg->nats_tls_ca);
+        }
+        if (s == NATS_OK)
+                s = natsOptions_SetDisconnectedCB(*o, on_disconnected, NULL);
+        if (s == NATS_OK)
+                s = natsOptions_SetReconnectedCB(*o, on_reconnected, NULL);
+        if (s == NATS_OK)
+                s = natsOptions_SetErrorHandler(*o, on_error, NULL);
+        return s;
+}
+
+int nats_link_open(struct nats_link *l, const struct config *cfg, char *err, size_t errsz)
+{
+        natsOptions *o = NULL;
+        jsOptions jo;
+        char why[512];
+        memset(l, 0, sizeof(*l));
+        nats_link_redact(cfg->nats_url, l->server, sizeof(l->server));
+        snprintf(callback_server, sizeof(callback_server), "%s", l->server);
+        natsStatus s = options(&o, cfg);
+        if (s == NATS_OK)
+                s = natsConnection_Connect(&l->nc, o);
+        natsOptions_Destroy(o);
+        if (s != NATS_OK) {
+                /* The client's last error may quote the URL: only the redacted one is said. */
+                snprintf(err, errsz, "cannot connect to NATS at %s: %s", l->server, natsStatus_GetText(s));
+                return -1;
+        }
+        jsOptions_Init(&jo);
+        jo.Wait = NATS_TIMEOUT_MS;
+        if ((s = natsConnection_JetStream(&l->js, l->nc, &jo)) != NATS_OK) {
+                snprintf(err, errsz, "JetStream context: %s", nats_link_error(s, 0, why, sizeof(why)));
+                nats_link_close(l);
+                return -1;
+        }
+        return 0;
+}
+
+void nats_link_close(struct nats_link *l)
+{
+        if (l->js)
+                jsCtx_Destroy(l->js);
+        if (l->nc) {
+                natsConnection_FlushTimeout(l->nc, 2000); /* acks on their way */
+                natsConnection_Close(l->nc);
+                natsConnection_Destroy(l->nc);
+        }
+        l->js = NULL;
+        l->nc = NULL;
+}

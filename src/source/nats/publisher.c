@@ -1,0 +1,156 @@
+/* publisher: the NATS sink — the outbox and dead letters published through JetStream, each handed back only with its PubAck; or AckTerm. */
+#include "source/nats/publisher.h"
+
+#include "base/mem.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nats/nats.h>
+
+struct nats_publisher {
+        struct nats_link *link;
+        const struct config *cfg;
+};
+
+/* A header value as NATS carries it: text on one line. */
+static natsStatus add_header(natsMsg *m, const char *name, const void *val, size_t len)
+{
+        char *v = xmalloc(len + 1);
+        for (size_t i = 0; i < len; i++) {
+                char c = ((const char *)val)[i];
+                v[i] = (c == '\r' || c == '\n' || c == '\0') ? ' ' : c;
+        }
+        v[len] = '\0';
+        natsStatus s = natsMsgHeader_Add(m, name, v);
+        free(v);
+        return s;
+}
+
+/* Publish m and wait for the stream to have it. */
+static int publish_acked(struct nats_publisher *p, natsMsg *m, char *err, size_t errsz)
+{
+        jsPubAck *pa = NULL;
+        jsErrCode jerr = 0;
+        char why[512];
+        natsStatus s = js_PublishMsg(&pa, p->link->js, m, NULL, &jerr);
+        if (s != NATS_OK) {
+                snprintf(err, errsz, "publishing to %s: %s%s", natsMsg_GetSubject(m),
+                         nats_link_error(s, jerr, why, sizeof(why)),
+                         s == NATS_NO_RESPONDERS ? " (no stream captures this subject)" : "");
+                return -1;
+        }
+        jsPubAck_Destroy(pa);
+        return 0;
+}
+
+static int publish(void *opaque, const struct record *recs, size_t n, char *err, size_t errsz)
+{
+        struct nats_publisher *p = opaque;
+        for (size_t i = 0; i < n; i++) {
+                const struct record *r = &recs[i];
+                natsMsg *m = NULL;
+                natsStatus s = natsMsg_Create(&m, r->topic, NULL, r->value, (int)r->value_len);
+                for (size_t h = 0; s == NATS_OK && h < r->header_cnt; h++)
+                        s = add_header(m, r->headers[h].name, r->headers[h].value ? r->headers[h].value : "",
+                                       r->headers[h].value ? r->headers[h].value_len : 0);
+                if (s == NATS_OK && r->key)
+                        s = add_header(m, "dedupd.record.key", r->key, r->key_len);
+                if (s != NATS_OK) {
+                        snprintf(err, errsz, "building a message for %s: %s", r->topic, natsStatus_GetText(s));
+                        natsMsg_Destroy(m);
+                        return -1;
+                }
+                int rc = publish_acked(p, m, err, errsz);
+                natsMsg_Destroy(m);
+                if (rc)
+                        return -1;
+        }
+        return 0;
+}
+
+#define HDR(m, name, text) (s == NATS_OK ? (s = add_header((m), (name), (text), strlen(text))) : s)
+
+/* The original's headers and body, and dedupd's: why, from where, which key. */
+static natsStatus letter_of(const struct nats_publisher *p, natsMsg **out, const struct pl_msg *pm, const char *subject,
+                            const char *ns)
+{
+        natsMsg *orig = pm->source;
+        char seq[32], ts[32];
+        snprintf(seq, sizeof(seq), "%" PRId64, pm->offset);
+        snprintf(ts, sizeof(ts), "%" PRId64, pm->timestamp_ms);
+        natsStatus s = natsMsg_Create(out, subject, NULL, pm->value, (int)pm->value_len);
+        for (size_t h = 0; s == NATS_OK && h < pm->header_cnt; h++)
+                s = add_header(*out, pm->headers[h].name, pm->headers[h].value, pm->headers[h].value_len);
+        HDR(*out, "dedupd.reason", pm->dlq_reason ? pm->dlq_reason : "unknown");
+        HDR(*out, "dedupd.origin.topic", pm->topic);
+        HDR(*out, "dedupd.origin.subject", natsMsg_GetSubject(orig));
+        HDR(*out, "dedupd.origin.stream", p->cfg->nats_stream);
+        HDR(*out, "dedupd.origin.sequence", seq);
+        HDR(*out, "dedupd.origin.timestamp", ts);
+        HDR(*out, "dedupd.namespace", ns);
+        if (pm->idem_key)
+                HDR(*out, "dedupd.key", pm->idem_key);
+        if (pm->fingerprint[0])
+                HDR(*out, "dedupd.fingerprint.message", pm->fingerprint);
+        if (pm->stored_fingerprint[0])
+                HDR(*out, "dedupd.fingerprint.stored", pm->stored_fingerprint);
+        return s;
+}
+
+static int terminate(struct pl_msg *const *msgs, size_t n, char *err, size_t errsz)
+{
+        for (size_t i = 0; i < n; i++) {
+                natsStatus s = natsMsg_Term(msgs[i]->source, NULL);
+                if (s != NATS_OK) {
+                        snprintf(err, errsz, "AckTerm of %s sequence %" PRId64 ": %s", msgs[i]->topic,
+                                 msgs[i]->offset, natsStatus_GetText(s));
+                        return -1;
+                }
+        }
+        return 0;
+}
+
+static int dead_letter(void *opaque, const char *dlq_topic, const char *ns, struct pl_msg *const *msgs, size_t n,
+                       char *err, size_t errsz)
+{
+        struct nats_publisher *p = opaque;
+        const char *subject = p->cfg->nats_dlq_subject;
+        (void)dlq_topic; /* nats.dead_letter.subject, for every topic */
+        if (!subject || !*subject)
+                return terminate(msgs, n, err, errsz);
+        for (size_t i = 0; i < n; i++) {
+                natsMsg *m = NULL;
+                natsStatus s = letter_of(p, &m, msgs[i], subject, ns);
+                if (s != NATS_OK) {
+                        snprintf(err, errsz, "building a dead letter: %s", natsStatus_GetText(s));
+                        natsMsg_Destroy(m);
+                        return -1;
+                }
+                int rc = publish_acked(p, m, err, errsz);
+                natsMsg_Destroy(m);
+                if (rc)
+                        return -1;
+        }
+        return 0;
+}
+
+struct nats_publisher *nats_publisher_new(struct nats_link *link, const struct config *cfg)
+{
+        struct nats_publisher *p = xcalloc(1, sizeof(*p));
+        p->link = link;
+        p->cfg = cfg;
+        return p;
+}
+
+void nats_publisher_free(struct nats_publisher *p)
+{
+        free(p);
+}
+
+struct sink nats_sink(struct nats_publisher *p)
+{
+        return (struct sink){.publish = publish, .dead_letter = dead_letter, .opaque = p};
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# NATS JetStream dead letters. With nats.dead_letter.subject: an unkeyable
+# message is published there unchanged, with dedupd.* headers giving the
+# reason and its origin (the PubAck awaited), then the original is acked.
+# Without it: the message is terminated (AckTerm) and stays in the stream,
+# the reason in the log. Either way the good messages around it apply and
+# nothing is left unacknowledged. The second half takes its key from a NATS
+# header ({header:Order-Id}).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/nats_lib.sh"
+
+# ---- 1: to a dead-letter subject
+nats_stream
+write_nats_config "$WORK/c.yaml" "  dead_letter: {subject: $DLQ_SUBJ}"
+{
+        echo '{"order_id":"a-1","user_id":1,"amount":10}'
+        echo '{"user_id":1,"amount":10}'
+        echo 'not json at all'
+        echo '{"order_id":"a-2","user_id":1,"amount":10}'
+} | publish "trace:t-42"
+start d1 "$WORK/c.yaml"
+nats_done
+stop d1
+
+assert_eq "$(sql "SELECT balance FROM account WHERE user_id = 1")" 980 "balance of user 1 (two good orders)"
+"$NT" dump "$STREAM" "$DLQ_SUBJ" >"$WORK/dlq.txt"
+assert_eq "$(wc -l <"$WORK/dlq.txt")" 2 "dead letters on $DLQ_SUBJ"
+assert_eq "$(awk -F'\t' 'NR==1{print $3}' "$WORK/dlq.txt")" '{"user_id":1,"amount":10}' "first dead letter's body, unchanged"
+grep -qP "dedupd.origin.sequence=2[;\\t]" "$WORK/dlq.txt" || fail "dead letter without its origin sequence: $(cat "$WORK/dlq.txt")"
+grep -qP "dedupd.origin.subject=$SUBJ[;\\t]" "$WORK/dlq.txt" || fail "dead letter without its origin subject"
+grep -qP "dedupd.origin.stream=$STREAM[;\\t]" "$WORK/dlq.txt" || fail "dead letter without its origin stream"
+grep -qP "trace=t-42[;\\t]" "$WORK/dlq.txt" || fail "dead letter without the original's headers"
+reasons=$(grep -o 'dedupd.reason=[^;]*' "$WORK/dlq.txt" | sort | uniq | wc -l)
+assert_eq "$reasons" 2 "distinct reasons (a missing field, a payload that is not JSON)"
+grep -q 'dedupd.reason=[^;]*order_id' "$WORK/dlq.txt" || fail "the reason does not name the missing field: $(grep -o 'dedupd.reason=[^;]*' "$WORK/dlq.txt")"
+assert_eq "$(sql "SELECT sum(dead_lettered) FROM dedupd.offsets WHERE topic = '$SUBJ'")" 2 "dead letters counted"
+assert_eq "$(consumer_field ack_pending)" 0 "messages left unacknowledged"
+
+# ---- 2: terminated (AckTerm), the key from a header
+STREAM="T_$ID" SUBJ="term.$ID" DLQ_SUBJ="nowhere.$ID"
+CONSUMER="${DURABLE}-${SUBJ//./_}"
+nats_stream
+KEY_SUBJECT="{header:Order-Id}" write_nats_config "$WORK/t.yaml"
+echo '{"user_id":2,"amount":10}' | publish "Order-Id:h-1"
+echo '{"user_id":2,"amount":10}' | publish "Order-Id:h-1"
+echo '{"user_id":2,"amount":10}' | publish
+echo '{"user_id":2,"amount":10}' | publish "Order-Id:h-2"
+start d2 "$WORK/t.yaml"
+nats_done
+stop d2
+assert_eq "$(sql "SELECT balance FROM account WHERE user_id = 2")" 980 "balance of user 2 (h-1 once, h-2 once)"
+assert_eq "$(sql "SELECT count(*) FROM dedupd.keys WHERE idem_key IN ('h-1/PAY','h-2/PAY')")" 2 "keys taken from the Order-Id header"
+assert_eq "$(consumer_field ack_pending)" 0 "messages left unacknowledged (the terminated one included)"
+assert_eq "$(last_seq)" 4 "the terminated message is still in the stream"
+grep -q "offset 3 dead-lettered to AckTerm (terminated, left in the stream): " "$WORK/d2.log" ||
+        fail "the log does not say sequence 3 was terminated and why"
+assert_eq "$(sql "SELECT sum(dead_lettered) FROM dedupd.offsets WHERE topic = '$SUBJ'")" 1 "terminated messages counted"

@@ -1,0 +1,78 @@
+# Helpers for the NATS JetStream tests, sourced after lib.sh: the real
+# nats-server that scripts/services started ($NATS_URL), each test with its
+# own stream, subjects and durable consumer.
+NT="$BUILD/tests/natstool"
+[[ -n ${NATS_URL:-} ]] || fail "no NATS_URL in .run/env: run scripts/services up"
+STREAM="S_$ID"
+SUBJ="pay.$ID"
+DLQ_SUBJ="dead.$ID"
+DURABLE="d-$ID"
+# The consumer dedupd makes of SUBJ: <durable>-<subject>, . * > as _.
+CONSUMER="${DURABLE}-${SUBJ//./_}"
+
+# nats_stream: the test's stream, holding its subject and its dead letters
+nats_stream() { "$NT" stream "$STREAM" "$SUBJ" "$DLQ_SUBJ"; }
+
+# publish [NAME:VALUE]...: every stdin line a message on SUBJ
+publish() { "$NT" pub "$SUBJ" "$@"; }
+
+# write_nats_config FILE [EXTRA_TOP_LEVEL_NATS_YAML] [EXTRA_TOPIC_YAML]: the transfer handler on SUBJ
+write_nats_config() {
+        local file=$1 nats_extra=${2:-} extra=${3:-} key='{json:order_id}'
+        [[ -z ${KEY_SUBJECT:-} ]] || key=$KEY_SUBJECT
+        cat >"$file" <<EOF2
+namespace: it-$ID
+log_level: ${LOG_LEVEL:-info}
+shutdown_timeout_ms: 15000
+source: nats
+postgres:
+  conninfo: "$TEST_DSN"
+  retry_max_ms: 1000
+nats:
+  url: "$NATS_URL"
+  stream: $STREAM
+  durable: $DURABLE
+  ack_wait_ms: ${ACK_WAIT_MS:-2000}
+$nats_extra
+topics:
+  - name: $SUBJ
+    key:
+      subject: "$key"
+      action: PAY
+    handler:
+      path: "$BUILD/transfer.so"
+      config:
+        seed_accounts: "${SEED_ACCOUNTS:-100}"
+        initial_balance: "${INITIAL_BALANCE:-1000}"
+    batch:
+      max_messages: ${BATCH_MAX:-200}
+      max_wait_ms: 20
+    retry:
+      backoff_ms: 50
+      backoff_max_ms: 500
+$extra
+EOF2
+}
+
+# last_seq: the stream sequence of the subject's last message
+last_seq() { "$NT" lastseq "$STREAM" "$SUBJ"; }
+
+# nats_done [SECONDS]: until the database's position is past the subject's
+# last message and the consumer holds nothing unacknowledged (a delivery lost
+# in a reconnect comes back after ack_wait, below that position)
+nats_done() {
+        local secs=${1:-120} want got inflight=?
+        want=$(($(last_seq) + 1))
+        for ((i = 0; i < secs * 10; i++)); do
+                got=$(progressed "$SUBJ")
+                if [[ $got == "$want" ]]; then
+                        inflight=$(consumer_field ack_pending)
+                        [[ $inflight == 0 && $(consumer_field pending) == 0 ]] && return 0
+                fi
+                sleep 0.1
+        done
+        fail "timed out: the database is at $got, the subject's next sequence is $want, $inflight unacknowledged"
+}
+
+# consumer_field NAME: ack_floor, delivered, pending, ack_pending or waiting of dedupd's consumer
+consumer_field() { "$NT" consumer "$STREAM" "$CONSUMER" | awk -v k="$1" '$1==k{print $2}'; }
