@@ -545,31 +545,6 @@ int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out,
         return keyspec_derive_text(ks, in, SIZE_MAX, out, outsz, NULL, err, errsz);
 }
 
-size_t keyspec_json_depth(const void *value, size_t len, size_t limit)
-{
-        const unsigned char *p = value;
-        size_t depth = 0;
-        int in_str = 0;
-
-        for (size_t i = 0; i < len; i++) {
-                unsigned char c = p[i];
-                if (in_str) {
-                        if (c == '\\')
-                                i++; /* whatever is escaped, it is not a quote */
-                        else if (c == '"')
-                                in_str = 0;
-                } else if (c == '"') {
-                        in_str = 1;
-                } else if (c == '[' || c == '{') {
-                        if (++depth > limit)
-                                return depth;
-                } else if ((c == ']' || c == '}') && depth) {
-                        depth--;
-                }
-        }
-        return 0;
-}
-
 /* ---- one template on its own ------------------------------------------------- */
 
 struct keytmpl {

@@ -62,11 +62,6 @@ int keyspec_derive_text(const struct keyspec *ks, const struct record *in, size_
  *  like a hashed key. dedupctl inspect finds a key by its text this way. */
 void keyspec_store_form(const char *text, size_t len, char *out, size_t outsz);
 
-/** How deep the JSON in value nests, if deeper than limit (counted on the
- *  bytes, before any parser sees them: brackets outside strings); 0 when
- *  within it. */
-size_t keyspec_json_depth(const void *value, size_t len, size_t limit);
-
 /**
  * The payload parsed as keys read it: strict JSON (no member given twice, no
  * integer beyond 64 bits). NULL with the reason in err.

@@ -12,6 +12,7 @@
 
 #include "base/fault.h"
 #include "base/hex.h"
+#include "base/json_depth.h"
 #include "base/keyspec.h"
 #include "ops/metrics.h"
 #include "base/log.h"
@@ -63,7 +64,7 @@ static int over_limits(const struct pl_topic *pt, struct pl_msg *m)
                 return 1;
         }
         if ((keyspec_needs_json(t->keyspec) || t->fingerprint_fields) &&
-            (depth = keyspec_json_depth(m->value, m->value_len, (size_t)cfg->limit_json_depth))) {
+            (depth = json_depth_over(m->value, m->value_len, (size_t)cfg->limit_json_depth))) {
                 FIRST_REASON(m, "payload is JSON nested more than %zu levels deep: exceeds limits.json_depth (%d)", depth - 1,
                            cfg->limit_json_depth);
                 return 1;

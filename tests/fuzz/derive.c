@@ -1,6 +1,7 @@
 /* derive: key derivation from hostile messages — payload, Kafka key and headers (NUL-separated) against the templates a config may hold. */
 #include "fuzz.h"
 
+#include "base/json_depth.h"
 #include "base/keyspec.h"
 
 static const char *const specs[][3] = {
@@ -47,9 +48,9 @@ static void depth_never_undercounted(const char *value, size_t len)
                 return;
         size_t d = tree_depth(root);
         if (d > 0)
-                FUZZ_ASSERT(keyspec_json_depth(value, len, d - 1) >= d, "document %zu deep, counted within %zu",
+                FUZZ_ASSERT(json_depth_over(value, len, d - 1) >= d, "document %zu deep, counted within %zu",
                             d, d - 1);
-        FUZZ_ASSERT(keyspec_json_depth(value, len, d) == 0, "document %zu deep counted deeper", d);
+        FUZZ_ASSERT(json_depth_over(value, len, d) == 0, "document %zu deep counted deeper", d);
         json_decref(root);
 }
 

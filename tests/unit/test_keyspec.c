@@ -6,6 +6,7 @@
 
 #include <openssl/sha.h>
 
+#include "base/json_depth.h"
 #include "base/keyspec.h"
 #include "unit.h"
 
@@ -564,12 +565,12 @@ static void hashed_spelling_is_hashed(void **state)
 /* limits.json_depth is counted on the bytes: brackets in strings do not count. */
 static void json_depth_counted_on_bytes(void **state)
 {
-        assert_int_equal(keyspec_json_depth("{\"a\":[[1]]}", 11, 3), 0);
-        assert_int_equal(keyspec_json_depth("{\"a\":[[[1]]]}", 13, 3), 4);
-        assert_int_equal(keyspec_json_depth("{\"a\":\"[[[[[[\"}", 13, 1), 0);
-        assert_int_equal(keyspec_json_depth("{\"a\":\"\\\"[[[[\"}", 14, 1), 0);
-        assert_int_equal(keyspec_json_depth("[][][][]", 8, 1), 0);
-        assert_int_equal(keyspec_json_depth("not json at all", 15, 1), 0);
+        assert_int_equal(json_depth_over("{\"a\":[[1]]}", 11, 3), 0);
+        assert_int_equal(json_depth_over("{\"a\":[[[1]]]}", 13, 3), 4);
+        assert_int_equal(json_depth_over("{\"a\":\"[[[[[[\"}", 13, 1), 0);
+        assert_int_equal(json_depth_over("{\"a\":\"\\\"[[[[\"}", 14, 1), 0);
+        assert_int_equal(json_depth_over("[][][][]", 8, 1), 0);
+        assert_int_equal(json_depth_over("not json at all", 15, 1), 0);
 }
 
 int main(void)
