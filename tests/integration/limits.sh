@@ -135,3 +135,36 @@ log "ok: the reply topic holds $replies replies for 20 rows"
 assert_eq "$(kafka_lag "$T3")" 0 "Kafka consumer lag"
 assert_eq "$(sql "SELECT sum(a.balance) + (SELECT sum(amount) FROM transfer_ledger) = count(*) * 1000 FROM account a")" t \
         "balances plus debits equal the initial total"
+
+# ---- 4. external mode: limits apply there too, and a hashed key keeps its text -----------
+T4="ext_limits_$$"
+topic "$T4" 1
+cat >"$WORK/d.yaml" <<YAML
+namespace: it-$ID
+shutdown_timeout_ms: 15000
+postgres: {conninfo: "$TEST_DSN", retry_max_ms: 1000}
+kafka: {bootstrap.servers: "$KAFKA_BOOTSTRAP", group.id: "grp-$ID-ext", session.timeout.ms: "6000"}
+limits: {headers: 1}
+topics:
+  - name: $T4
+    mode: external
+    key: {subject: "{json:id}", action: WRITE}
+    handler:
+      path: "$BUILD/filesink.so"
+      config: {path: "$WORK/d.sink", delay_ms: "0"}
+    batch: {max_messages: 100, max_wait_ms: 20}
+YAML
+{
+        printf '{"id":"e-1"}\n'
+        printf '{"id":"%s"}\n' "$long"
+} | "$KT" produce -t "$T4"
+printf '{"id":"e-2"}\n' | "$KT" produce -t "$T4" -H a=1 -H b=2
+start d4 "$WORK/d.yaml"
+wait_done "$T4"
+stop d4
+assert_eq "$(sql "SELECT count(*) FROM dedupd.keys WHERE topic = '$T4' AND status = 'DONE'")" 2 "external keys DONE"
+assert_eq "$(sql "SELECT key_text = '$long/WRITE' FROM dedupd.keys WHERE topic = '$T4' AND idem_key LIKE 'sha256:%'")" t \
+        "external mode: key_text of the hashed key"
+assert_eq "$(wc -l <"$WORK/d.sink")" 2 "external mode: lines in the sink"
+"$KT" dump -t "$T4.dlq" | grep -qF "  dedupd.reason=2 headers exceed limits.headers (1)" || fail "external mode: no headers dead letter"
+log "ok: external mode: the message with 2 headers dead-lettered at limits.headers 1"
