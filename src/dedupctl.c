@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/config.h"
+#include "base/keyspec.h"
 #include "base/lint.h"
 #include "core/loader.h"
 #include "base/log.h"
@@ -337,7 +338,19 @@ static int cmd_inspect(struct config *cfg, const char *key)
         int rc;
         if (!s)
                 return 2;
-        if (store_audit_key(s, cfg->namespace, key, &r, err, sizeof(err))) {
+        enum store_rc q = store_audit_key(s, cfg->namespace, key, &r, err, sizeof(err));
+        if (q == STORE_OK && PQntuples(r) == 0) {
+                /* Given by its text: found by the form it is stored in
+                 * (sha256:<hex> beyond 512 bytes), which shows the text. */
+                char stored[KEYSPEC_MAX_KEY_LEN + 1];
+                keyspec_store_form(key, strlen(key), stored, sizeof(stored));
+                if (strcmp(stored, key)) {
+                        PQclear(r);
+                        r = NULL;
+                        q = store_audit_key(s, cfg->namespace, stored, &r, err, sizeof(err));
+                }
+        }
+        if (q) {
                 fprintf(stderr, "dedupctl: %s\n", err);
                 rc = 2;
         } else if (PQntuples(r) == 0) {
@@ -396,13 +409,11 @@ struct args {
 
 static int parse_offset(const char *opt, const char *s, int64_t *out)
 {
-        char *end;
-        long long v = strtoll(s, &end, 10);
-        if (!*s || *end || v < 0 || s[0] == '-') {
-                fprintf(stderr, "dedupctl: %s '%s': expected an offset (a number >= 0)\n", opt, s);
+        char err[256];
+        if (replay_parse_offset(s, out, err, sizeof(err))) {
+                fprintf(stderr, "dedupctl: %s %s\n", opt, err);
                 return -1;
         }
-        *out = v;
         return 0;
 }
 

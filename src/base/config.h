@@ -64,7 +64,8 @@ struct topic_conf {
         char *dlq_topic; /* default "<name>.dlq" */
         int dlq_create;  /* create it at start when missing */
 
-        int max_payload_bytes;
+        int max_payload_bytes; /* 0 in the file: limits.payload_bytes */
+        int payload_bytes_own; /* set on the topic, not inherited from limits */
 
         /* mode: transactional (default) or external (design §6) */
         enum topic_mode mode;
@@ -133,6 +134,13 @@ struct config {
         /* outbox: */
         int outbox_interval_ms;
         int outbox_batch;
+        /* limits: what one message, one batch and the outbox may hold (README, Limits) */
+        int limit_payload_bytes;  /* the topics' max_payload_bytes unless they set it */
+        int limit_key_bytes;      /* a key's text; longer: dead letter */
+        int limit_json_depth;     /* nesting of a payload read as JSON */
+        int limit_headers;        /* headers of one message */
+        int limit_batch_bytes;    /* payload bytes in one batch: it closes early */
+        int limit_outbox_backlog; /* unsent outbox rows at which consumption pauses; 0: none */
         /* http: */
         char *http_listen;           /* "" : no endpoints */
         int http_gauges_interval_ms; /* gauges read from the database */

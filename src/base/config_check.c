@@ -109,6 +109,9 @@ void config_finish_topics(struct config_checks *w)
                         config_errors_add(w->errs, w->file, t->line, t->col,
                                           "topic '%s': the dead-letter topic cannot be the topic itself",
                                           t->name);
+                t->payload_bytes_own = t->max_payload_bytes > 0;
+                if (!t->payload_bytes_own)
+                        t->max_payload_bytes = cfg->limit_payload_bytes;
                 if (t->retry_backoff_max_ms < t->retry_backoff_ms)
                         t->retry_backoff_max_ms = t->retry_backoff_ms;
                 if (t->fingerprint_fields) {
@@ -122,11 +125,12 @@ void config_finish_topics(struct config_checks *w)
                                                   t->name);
                         else
                                 json_array_foreach(t->fingerprint_fields, k, v) {
-                                        char tmpl[300];
-                                        snprintf(tmpl, sizeof(tmpl), "{json:%s}",
-                                                 json_is_string(v) ? json_string_value(v) : "");
+                                        if (json_is_null(v))
+                                                continue; /* its ${...} failed: reported where it is */
+                                        /* The path as fingerprinting reads it, not wrapped in a
+                                         * template (where a '}' would end it early). */
                                         if (!json_is_string(v) ||
-                                            keyspec_template_check(tmpl, err, sizeof(err)))
+                                            keyspec_path_check(json_string_value(v), err, sizeof(err)))
                                                 config_errors_add(w->errs, w->file, t->line, t->col,
                                                                   "topic '%s': fingerprint.fields[%zu]: %s",
                                                                   t->name, k,

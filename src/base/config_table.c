@@ -116,10 +116,10 @@ const struct field config_topic_fields[] = {
         {.name = "batch", .type = F_SECTION, .sub = batch_fields, .desc = "Batch limits"},
         {.name = "retry", .type = F_SECTION, .sub = retry_fields, .desc = "Retry budget for handler RETRY results"},
         {.name = "dead_letter", .type = F_SECTION, .sub = dlq_fields, .desc = "Where unprocessable messages go"},
-        {.name = "max_payload_bytes", .type = F_INT, .off = TOFF(max_payload_bytes), .def = "1000000", .min = 0,
+        {.name = "max_payload_bytes", .type = F_INT, .off = TOFF(max_payload_bytes), .min = 1,
          .max = 1000000000,
-         .desc = "Larger payloads are dead-lettered unprocessed; the dead-letter topic must hold this plus 16 KiB "
-                 "(Kafka's default max.message.bytes, 1048588, holds the default)"},
+         .desc = "This topic's limits.payload_bytes (default: that one): larger payloads are dead-lettered "
+                 "unprocessed; the dead-letter topic must hold this plus 16 KiB"},
         {.name = "mode", .type = F_ENUM, .off = TOFF(mode), .def = "transactional", .names = modes,
          .desc = "transactional (the handler's effect commits with the key) or external (effects outside "
                  "PostgreSQL: claim PENDING with a lease, run, finish; design section 6)"},
@@ -163,6 +163,31 @@ static const struct field outbox_fields[] = {
          .desc = "How often the relay looks for unsent outbox rows (it also runs after every batch that emitted)"},
         {.name = "batch", .type = F_INT, .off = COFF(outbox_batch), .def = "500", .min = 1, .max = 100000,
          .desc = "Outbox rows published per round"},
+        {.name = NULL},
+};
+
+static const struct field limits_fields[] = {
+        {.name = "payload_bytes", .type = F_INT, .off = COFF(limit_payload_bytes), .def = "1000000", .min = 1,
+         .max = 1000000000,
+         .desc = "Larger payloads are dead-lettered unprocessed (a topic's max_payload_bytes overrides it); the "
+                 "dead-letter topic must hold this plus 16 KiB (Kafka's default max.message.bytes, 1048588, holds "
+                 "the default)"},
+        {.name = "key_bytes", .type = F_INT, .off = COFF(limit_key_bytes), .def = "4096", .min = 16, .max = 1048576,
+         .desc = "A key longer than this (its text, before hashing) is dead-lettered; keys over 512 bytes are "
+                 "stored as sha256:<hex> with their text beside them for dedupctl inspect"},
+        {.name = "json_depth", .type = F_INT, .off = COFF(limit_json_depth), .def = "64", .min = 1, .max = 2048,
+         .desc = "A payload read as JSON (for the key or the fingerprint) nested deeper is dead-lettered before "
+                 "it is parsed"},
+        {.name = "headers", .type = F_INT, .off = COFF(limit_headers), .def = "64", .min = 0, .max = 100000,
+         .desc = "A message with more headers is dead-lettered"},
+        {.name = "batch_bytes", .type = F_INT, .off = COFF(limit_batch_bytes), .def = "67108864", .min = 1024,
+         .max = 2147483647,
+         .desc = "Payload bytes one batch holds: a batch closes early when the next message would pass it "
+                 "(a batch always takes at least one message)"},
+        {.name = "outbox_backlog", .type = F_INT, .off = COFF(limit_outbox_backlog), .def = "100000", .min = 0,
+         .max = 1000000000,
+         .desc = "Unsent outbox rows at which every topic pauses fetching until the relay has published below "
+                 "it again (0: never pause)"},
         {.name = NULL},
 };
 
@@ -273,5 +298,7 @@ const struct field config_top_fields[] = {
         {.name = "purge", .type = F_SECTION, .sub = purge_fields, .desc = "Deleting expired keys"},
         {.name = "outbox", .type = F_SECTION, .sub = outbox_fields, .desc = "The outbox relay"},
         {.name = "http", .type = F_SECTION, .sub = http_fields, .desc = "Metrics and health endpoints"},
+        {.name = "limits", .type = F_SECTION, .sub = limits_fields,
+         .desc = "What one message, one batch and the outbox may hold (README, Limits)"},
         {.name = NULL},
 };

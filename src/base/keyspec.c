@@ -111,6 +111,23 @@ static int path_parse(const char *path, struct part *p, char *err, size_t errsz)
         return 0;
 }
 
+static void steps_free(struct part *p)
+{
+        for (size_t j = 0; j < p->step_cnt; j++)
+                free(p->steps[j].member);
+        free(p->steps);
+        p->steps = NULL;
+        p->step_cnt = 0;
+}
+
+int keyspec_path_check(const char *path, char *err, size_t errsz)
+{
+        struct part p = {0};
+        int rc = path_parse(path, &p, err, errsz);
+        steps_free(&p);
+        return rc;
+}
+
 static int tmpl_add(struct tmpl *t, struct part p, char *err, size_t errsz)
 {
         t->parts = xrealloc(t->parts, (t->cnt + 1) * sizeof(*t->parts));
@@ -504,8 +521,23 @@ json_t *keyspec_load_json(const struct record *in, char *err, size_t errsz)
         return root;
 }
 
-int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out,
-                   size_t outsz, char *err, size_t errsz)
+void keyspec_store_form(const char *text, size_t len, char *out, size_t outsz)
+{
+        /* A short key spelled like a hashed one is hashed as well: otherwise
+         * a value "sha256:<hex>" would forge the key of the long message whose
+         * digest it is (found by fuzz_derive_diff). */
+        if (len > KEYSPEC_MAX_KEY_LEN || len >= outsz || !strncmp(text, KEYSPEC_HASH_PREFIX, 7)) {
+                unsigned char md[SHA256_DIGEST_LENGTH];
+                SHA256((const unsigned char *)text, len, md);
+                memcpy(out, KEYSPEC_HASH_PREFIX, 7);
+                hex_encode(md, SHA256_DIGEST_LENGTH, out + 7);
+        } else {
+                memcpy(out, text, len + 1);
+        }
+}
+
+int keyspec_derive_text(const struct keyspec *ks, const struct record *in, size_t max_text, char *out,
+                        size_t outsz, char **text, char *err, size_t errsz)
 {
         json_t *root = NULL;
         struct strbuf b = {0};
@@ -513,6 +545,12 @@ int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out,
 
         if (errsz)
                 err[0] = '\0';
+        if (text)
+                *text = NULL;
+        if (outsz < 7 + 2 * SHA256_DIGEST_LENGTH + 1) {
+                seterr(err, errsz, "key buffer too small");
+                return -1;
+        }
         if (ks->needs_json && !(root = keyspec_load_json(in, err, errsz)))
                 return -1;
         for (int i = 0; i < 3; i++) {
@@ -530,23 +568,26 @@ int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out,
                         goto out;
                 }
         }
-        if (b.len > KEYSPEC_MAX_KEY_LEN || b.len >= outsz) {
-                unsigned char md[SHA256_DIGEST_LENGTH];
-                if (outsz < 7 + 2 * SHA256_DIGEST_LENGTH + 1) {
-                        seterr(err, errsz, "key buffer too small");
-                        goto out;
-                }
-                SHA256((const unsigned char *)b.p, b.len, md);
-                memcpy(out, "sha256:", 7);
-                hex_encode(md, SHA256_DIGEST_LENGTH, out + 7);
-        } else {
-                memcpy(out, b.p, b.len + 1);
+        if (b.len > max_text) {
+                seterr(err, errsz, "key of %zu bytes exceeds limits.key_bytes (%zu)", b.len, max_text);
+                goto out;
+        }
+        keyspec_store_form(b.p, b.len, out, outsz);
+        if (text && strcmp(out, b.p)) {
+                *text = b.p; /* hashed: the text is kept beside it */
+                b.p = NULL;
         }
         rc = 0;
 out:
         free(b.p);
         json_decref(root);
         return rc;
+}
+
+int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out, size_t outsz, char *err,
+                   size_t errsz)
+{
+        return keyspec_derive_text(ks, in, SIZE_MAX, out, outsz, NULL, err, errsz);
 }
 
 /* ---- one template on its own ------------------------------------------------- */

@@ -12,6 +12,8 @@
 /** Keys longer than this are stored as "sha256:<hex>" of the full key so
  *  they always fit the unique index. */
 #define KEYSPEC_MAX_KEY_LEN 512
+/** What a hashed key starts with; a shorter key that starts so is hashed too. */
+#define KEYSPEC_HASH_PREFIX "sha256:"
 
 /** A template (subject, action or request) is at most this long and has at
  *  most this many parts: a key is an id, not a document. */
@@ -26,6 +28,9 @@ struct keyspec;
  * "user-{key}"). Returns 0, or -1 with a message.
  */
 int keyspec_template_check(const char *tmpl, char *err, size_t errsz);
+
+/** Validate a JSON path as {json:PATH} and fingerprint.fields read it ("a.b[0].c"). */
+int keyspec_path_check(const char *path, char *err, size_t errsz);
 
 /** Compile subject, action and (optional, may be NULL) request. */
 struct keyspec *keyspec_compile(const char *subject, const char *action, const char *request,
@@ -46,6 +51,20 @@ int keyspec_reads_amqp(const struct keyspec *ks);
  */
 int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out,
                    size_t outsz, char *err, size_t errsz);
+
+/**
+ * keyspec_derive, and more: a key whose text is longer than max_text is
+ * refused ("key of N bytes exceeds limits.key_bytes (M)"); when the key is
+ * stored hashed, *text (when text is not NULL) is its full text (free() it),
+ * else NULL.
+ */
+int keyspec_derive_text(const struct keyspec *ks, const struct record *in, size_t max_text, char *out,
+                        size_t outsz, char **text, char *err, size_t errsz);
+
+/** The form a key's text is stored in (out: at least KEYSPEC_MAX_KEY_LEN + 1):
+ *  itself, or sha256:<hex> when longer than KEYSPEC_MAX_KEY_LEN or spelled
+ *  like a hashed key. dedupctl inspect finds a key by its text this way. */
+void keyspec_store_form(const char *text, size_t len, char *out, size_t outsz);
 
 /**
  * The payload parsed as keys read it: strict JSON (no member given twice, no

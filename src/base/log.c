@@ -58,6 +58,7 @@ int64_t log_now_ms(void)
 
 /* The message, whole up to LOG_MSG_MAX bytes (two passes: measure, then
  * format), cut at a character boundary beyond that with a note saying so. */
+static char *format_msg(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 static char *format_msg(const char *fmt, va_list ap)
 {
         va_list aq;

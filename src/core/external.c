@@ -295,7 +295,7 @@ static enum pl_rc ext_claim(struct pl_topic *pt, struct pl_msg *m, int *claimed,
 
         /* Twice at most: a row purged between the claim and the read is claimed again. */
         for (int tries = 0; tries < 2 && !found; tries++) {
-                if ((rc = store_ext_claim(pt->store, ns, m->idem_key, m->topic, m->partition, m->offset, m->fingerprint,
+                if ((rc = store_ext_claim(pt->store, ns, m->idem_key, m->key_text, m->topic, m->partition, m->offset, m->fingerprint,
                                           external_owner(), t->lease_ms, keep, ttl, claimed, err, errsz)))
                         return db_fail(rc);
                 if (*claimed)
@@ -356,7 +356,7 @@ static enum pl_rc ext_dead_letter_unkeyable(struct pl_topic *pt, struct pl_msg *
         for (size_t i = 0; i < n; i++) {
                 if (ext_done_before(pt, msgs[i]))
                         continue;
-                step_prepare(pt->t, msgs[i]);
+                step_prepare(pt, msgs[i]);
                 if (msgs[i]->dlq_reason && !msgs[i]->dead_lettered)
                         todo[k++] = msgs[i];
         }

@@ -46,6 +46,7 @@ static int clamp_level(int level)
         return level;
 }
 
+static void host_log(struct dedupd_ctx *ctx, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void host_log(struct dedupd_ctx *ctx, int level, const char *fmt, ...)
 {
         va_list ap;
@@ -64,6 +65,8 @@ static const char *host_config_get(struct dedupd_init_ctx *ictx, const char *pat
 
 static PGconn *host_init_conn(struct dedupd_init_ctx *ictx) { return ictx->conn; }
 
+static void host_init_log(struct dedupd_init_ctx *ictx, int level, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
 static void host_init_log(struct dedupd_init_ctx *ictx, int level, const char *fmt, ...)
 {
         va_list ap;

@@ -13,6 +13,30 @@
 /* The descriptor as of ABI 1.0 ends with fini: anything shorter is refused. */
 #define MIN_DESC_SIZE (offsetof(struct dedupd_handler, fini) + sizeof(((struct dedupd_handler *)0)->fini))
 
+int loader_check_desc(const struct dedupd_handler *d, const char *path, char *err, size_t errsz)
+{
+        if (d->abi_major != DEDUPD_HANDLER_ABI_MAJOR) {
+                snprintf(err, errsz,
+                         "handler %s: ABI major version %u, but this dedupd speaks ABI %u; rebuild "
+                         "the handler against this dedupd's dedupd/handler.h",
+                         path, d->abi_major, DEDUPD_HANDLER_ABI_MAJOR);
+                return -1;
+        }
+        if (d->size < MIN_DESC_SIZE) {
+                snprintf(err, errsz,
+                         "handler %s: descriptor size %u bytes is smaller than the %zu bytes ABI %u "
+                         "requires; rebuild the handler against dedupd/handler.h",
+                         path, d->size, (size_t)MIN_DESC_SIZE, DEDUPD_HANDLER_ABI_MAJOR);
+                return -1;
+        }
+        if (!d->handle && !d->handle_batch) {
+                snprintf(err, errsz, "handler %s: descriptor has neither handle() nor handle_batch()",
+                         path);
+                return -1;
+        }
+        return 0;
+}
+
 int loader_open(struct handler *h, const char *path, char *err, size_t errsz)
 {
         dedupd_handler_fn fn;
@@ -46,25 +70,8 @@ int loader_open(struct handler *h, const char *path, char *err, size_t errsz)
                 snprintf(err, errsz, "handler %s: %s() returned NULL", path, DEDUPD_HANDLER_SYMBOL);
                 goto error;
         }
-        if (d->abi_major != DEDUPD_HANDLER_ABI_MAJOR) {
-                snprintf(err, errsz,
-                         "handler %s: ABI major version %u, but this dedupd speaks ABI %u; rebuild "
-                         "the handler against this dedupd's dedupd/handler.h",
-                         path, d->abi_major, DEDUPD_HANDLER_ABI_MAJOR);
+        if (loader_check_desc(d, path, err, errsz))
                 goto error;
-        }
-        if (d->size < MIN_DESC_SIZE) {
-                snprintf(err, errsz,
-                         "handler %s: descriptor size %u bytes is smaller than the %zu bytes ABI %u "
-                         "requires; rebuild the handler against dedupd/handler.h",
-                         path, d->size, (size_t)MIN_DESC_SIZE, DEDUPD_HANDLER_ABI_MAJOR);
-                goto error;
-        }
-        if (!d->handle && !d->handle_batch) {
-                snprintf(err, errsz, "handler %s: descriptor has neither handle() nor handle_batch()",
-                         path);
-                goto error;
-        }
         h->desc = d;
         snprintf(h->log_prefix, sizeof(h->log_prefix), "handler:%s",
                  d->name && *d->name ? d->name : path);

@@ -27,6 +27,14 @@ struct handler {
 int loader_open(struct handler *h, const char *path, char *err, size_t errsz)
         __attribute__((warn_unused_result));
 
+/**
+ * The descriptor checks of loader_open on their own (the fuzzer drives them):
+ * ABI major first, then the size, then the required callbacks. Reads only
+ * fields within the ABI's minimal descriptor. Returns 0, or -1 with what differs.
+ */
+int loader_check_desc(const struct dedupd_handler *d, const char *path, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
+
 /** Call the handler's init() with its config subtree and a setup connection. */
 int loader_init(struct handler *h, const json_t *config, PGconn *setup_conn, char *err,
                 size_t errsz) __attribute__((warn_unused_result));

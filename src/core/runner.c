@@ -50,6 +50,7 @@ struct tbuf {
         int64_t failing_since; /* the first of them */
         int64_t stuck_logged;  /* last ERROR about being stuck */
         int paused;            /* as last applied to its partitions */
+        size_t bytes;          /* payload bytes buffered (limits.batch_bytes) */
 };
 
 /* An assigned partition, and whether the source fetches it. */
@@ -73,6 +74,7 @@ struct runner {
         int db_down;         /* the database is unreachable: every topic waits */
         int64_t db_retry_at; /* next reconnection attempt */
         int db_backoff_ms;
+        int64_t outbox_unsent; /* >= limits.outbox_backlog: every topic waits for the relay; else -1 */
         struct log_ratelimit rl_db;
         int64_t last_stats_ms;
         struct pl_stats last_stats;
@@ -105,6 +107,7 @@ static void buffer(struct runner *r, struct pl_msg *m)
         if (b->cnt == 0)
                 b->first_ms = log_now_ms();
         b->msgs[b->cnt++] = m;
+        b->bytes += m->value_len;
 }
 
 static int part_listed(const struct pl_part *parts, size_t n, size_t topic_idx, int32_t partition)
@@ -127,6 +130,7 @@ static void purge(struct runner *r, const struct pl_part *parts, size_t n)
                 for (size_t i = 0; i < b->cnt; i++) {
                         struct pl_msg *m = b->msgs[i];
                         if (!parts || part_listed(parts, n, t, m->partition)) {
+                                b->bytes -= m->value_len;
                                 r->src->ops->release(r->src, m);
                                 dropped++;
                         } else {
@@ -171,6 +175,8 @@ static const char *hold_reason(const struct runner *r, size_t t)
         const struct tbuf *b = &r->bufs[t];
         if (r->db_down)
                 return "the database is unavailable";
+        if (r->outbox_unsent >= 0)
+                return "the outbox is too far behind (limits.outbox_backlog)";
         if (b->retry_at && b->cnt)
                 return "its batch is in backoff";
         return NULL;
@@ -310,11 +316,12 @@ static int64_t batch_due_at(const struct runner *r, size_t t)
 {
         const struct tbuf *b = &r->bufs[t];
         const struct topic_conf *tc = &r->cfg->topics[t];
-        if (!b->cnt || r->db_down)
+        if (!b->cnt || r->db_down || r->outbox_unsent >= 0)
                 return INT64_MAX;
         if (b->retry_at)
                 return b->retry_at;
-        if (b->cnt >= (size_t)tc->batch_max_messages || (tc->batch_adaptive && r->drained))
+        if (b->cnt >= (size_t)tc->batch_max_messages || b->bytes >= (size_t)r->cfg->limit_batch_bytes ||
+            (tc->batch_adaptive && r->drained))
                 return 0;
         return b->first_ms + tc->batch_max_wait_ms;
 }
@@ -322,8 +329,10 @@ static int64_t batch_due_at(const struct runner *r, size_t t)
 static void batch_done(struct runner *r, size_t t, size_t n)
 {
         struct tbuf *b = &r->bufs[t];
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+                b->bytes -= b->msgs[i]->value_len;
                 r->src->ops->release(r->src, b->msgs[i]);
+        }
         memmove(b->msgs, b->msgs + n, (b->cnt - n) * sizeof(*b->msgs));
         b->cnt -= n;
         b->first_ms = log_now_ms();
@@ -376,12 +385,29 @@ static void batch_failed(struct runner *r, size_t t, size_t n, const char *err)
         report_stuck(r, t, ctx, b->msgs[0], err);
 }
 
+/* The messages the next batch of topic t takes: batch.max_messages at most,
+ * and no more payload bytes than limits.batch_bytes (but at least one). */
+static size_t batch_size(const struct runner *r, size_t t)
+{
+        const struct tbuf *b = &r->bufs[t];
+        size_t max = (size_t)r->cfg->topics[t].batch_max_messages, bytes = 0, n = 0;
+        while (n < b->cnt && n < max) {
+                if (n > 0 && bytes + b->msgs[n]->value_len > (size_t)r->cfg->limit_batch_bytes) {
+                        log_debug("runner", "topic %s: batch of %zu closed at %zu payload bytes (limits.batch_bytes %d)",
+                                  r->cfg->topics[t].name, n, bytes, r->cfg->limit_batch_bytes);
+                        break;
+                }
+                bytes += b->msgs[n++]->value_len;
+        }
+        return n;
+}
+
 /* One batch of topic t: committed and acknowledged, or put in backoff. */
 static void run_batch(struct runner *r, size_t t, volatile sig_atomic_t *stop)
 {
         const struct topic_conf *tc = &r->cfg->topics[t];
         struct tbuf *b = &r->bufs[t];
-        size_t n = b->cnt < (size_t)tc->batch_max_messages ? b->cnt : (size_t)tc->batch_max_messages;
+        size_t n = batch_size(r, t);
         struct pl_commit commits[n + 1];
         size_t nc = 0;
         char err[1024], ctx[160];
@@ -431,6 +457,35 @@ static void db_reconnect(struct runner *r)
         r->db_retry_at = log_now_ms() + r->db_backoff_ms;
 }
 
+/* The relay published everything there was. */
+static void outbox_drained(struct runner *r)
+{
+        if (r->outbox_unsent >= 0)
+                log_info("outbox", "relay caught up: fetching resumes (limits.outbox_backlog %d)",
+                         r->cfg->limit_outbox_backlog);
+        r->outbox_unsent = -1;
+}
+
+/* The relay left rows unsent (it failed, or there are more than it publishes
+ * in one turn): past limits.outbox_backlog, every topic waits for it. */
+static void outbox_behind(struct runner *r)
+{
+        int64_t limit = r->cfg->limit_outbox_backlog, unsent;
+        char err[512];
+        if (limit <= 0 || store_outbox_backlog(r->store, r->cfg->namespace, limit, &unsent, err, sizeof(err)))
+                return;
+        if (unsent < limit) {
+                if (r->outbox_unsent >= 0)
+                        outbox_drained(r);
+                return;
+        }
+        if (r->outbox_unsent < 0)
+                log_warn("outbox", "%" PRId64 " or more outbox rows are unsent, limits.outbox_backlog is %" PRId64
+                                   ": every topic pauses fetching until the relay has published below it",
+                         unsent, limit);
+        r->outbox_unsent = unsent;
+}
+
 /* Publish what committed batches wrote to the outbox: right after a batch
  * that wrote some, and every outbox.interval_ms for rows a crash left behind. */
 static void relay(struct runner *r, int force)
@@ -446,13 +501,17 @@ static void relay(struct runner *r, int force)
                 int n = relay_run(r->store, &r->sink, r->cfg->namespace, r->cfg->outbox_batch, err, sizeof(err));
                 if (n < 0) {
                         log_warn("outbox", "relay: %s (rows stay unsent and are retried)", err);
+                        outbox_behind(r);
                         return;
                 }
                 if (n)
                         log_debug("outbox", "published %d message(s)", n);
-                if (n < r->cfg->outbox_batch)
+                if (n < r->cfg->outbox_batch) {
+                        outbox_drained(r);
                         return;
+                }
         }
+        outbox_behind(r);
 }
 
 static void log_stats(struct runner *r)
@@ -544,6 +603,7 @@ struct runner *runner_new(const struct config *cfg, struct store *store, struct 
         r->pl = pl;
         r->sink = sink;
         r->db_backoff_ms = 100;
+        r->outbox_unsent = -1;
         for (size_t t = 0; t < cfg->topic_cnt; t++)
                 tbuf_reset_retry(&r->bufs[t], cfg->topics[t].retry_backoff_ms);
         return r;

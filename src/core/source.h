@@ -36,6 +36,7 @@ struct pl_msg {
 
         /* The pipeline's state, kept across attempts of the same batch. */
         char *idem_key;     /* derived once */
+        char *key_text;     /* the key's text when idem_key is its hash (stored beside it), else NULL */
         char fingerprint[65];
         char stored_fingerprint[65]; /* set when a duplicate's fingerprint differs */
         char *dlq_reason;   /* set: the message goes to the dead-letter topic */

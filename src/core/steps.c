@@ -12,12 +12,19 @@
 
 #include "base/fault.h"
 #include "base/hex.h"
+#include "base/json_depth.h"
 #include "base/keyspec.h"
 #include "ops/metrics.h"
 #include "base/log.h"
 #include "pg/attempts.h"
 
 static void set_reason(struct pl_msg *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The first reason found stays (a crash loop, found before the key is derived). */
+#define FIRST_REASON(m, ...)                                                                               \
+        do {                                                                                               \
+                if (!(m)->dlq_reason)                                                                      \
+                        set_reason((m), __VA_ARGS__);                                                      \
+        } while (0)
 static void set_reason(struct pl_msg *m, const char *fmt, ...)
 {
         va_list ap;
@@ -38,35 +45,60 @@ static void fingerprint(const struct topic_conf *t, struct pl_msg *m)
         hex_encode(md, SHA256_DIGEST_LENGTH, m->fingerprint);
 }
 
-/* The key and fingerprint, or the reason there is none. */
-static void derive(const struct topic_conf *t, struct pl_msg *m)
+/* The limits a message must keep before anything reads it (README,
+ * Limits), or the reason it is dead-lettered. */
+static int over_limits(const struct pl_topic *pt, struct pl_msg *m)
 {
+        const struct topic_conf *t = pt->t;
+        const struct config *cfg = pt->cfg;
+        size_t depth;
+
+        if (m->value_len > (size_t)t->max_payload_bytes) {
+                FIRST_REASON(m, "payload too large: %zu bytes exceeds %s (%d)", m->value_len,
+                           t->payload_bytes_own ? "topics[].max_payload_bytes" : "limits.payload_bytes",
+                           t->max_payload_bytes);
+                return 1;
+        }
+        if (m->header_cnt > (size_t)cfg->limit_headers) {
+                FIRST_REASON(m, "%zu headers exceed limits.headers (%d)", m->header_cnt, cfg->limit_headers);
+                return 1;
+        }
+        if ((keyspec_needs_json(t->keyspec) || t->fingerprint_fields) &&
+            (depth = json_depth_over(m->value, m->value_len, (size_t)cfg->limit_json_depth))) {
+                FIRST_REASON(m, "payload is JSON nested more than %zu levels deep: exceeds limits.json_depth (%d)", depth - 1,
+                           cfg->limit_json_depth);
+                return 1;
+        }
+        return 0;
+}
+
+/* The key and fingerprint, or the reason there is none. */
+static void derive(const struct pl_topic *pt, struct pl_msg *m)
+{
+        const struct topic_conf *t = pt->t;
         char key[KEYSPEC_MAX_KEY_LEN + 1];
         char why[512];
 
-        if (m->value_len > (size_t)t->max_payload_bytes) {
-                if (!m->dlq_reason)
-                        set_reason(m, "payload too large: %zu bytes, limit %d (max_payload_bytes)", m->value_len,
-                                   t->max_payload_bytes);
+        if (over_limits(pt, m))
                 return;
-        }
         struct record in = {.key = m->key, .key_len = m->key_len, .value = m->value, .value_len = m->value_len,
                             .headers = m->headers, .header_cnt = m->header_cnt,
                             .props = m->props, .prop_cnt = m->prop_cnt};
-        if (keyspec_derive(t->keyspec, &in, key, sizeof(key), why, sizeof(why))) {
-                if (!m->dlq_reason)
-                        set_reason(m, "key: %s", why);
+        if (keyspec_derive_text(t->keyspec, &in, (size_t)pt->cfg->limit_key_bytes, key, sizeof(key), &m->key_text,
+                                why, sizeof(why))) {
+                FIRST_REASON(m, "key: %s", why);
                 return;
         }
         m->idem_key = xstrdup(key);
         fingerprint(t, m);
 }
 
-void step_prepare(const struct topic_conf *t, struct pl_msg *m)
+void step_prepare(const struct pl_topic *pt, struct pl_msg *m)
 {
+        const struct topic_conf *t = pt->t;
         if (!m->derived) {
                 m->derived = 1;
-                derive(t, m);
+                derive(pt, m);
         }
         if (!m->dlq_reason && m->attempts >= t->retry_max_attempts)
                 set_reason(m, "handler returned RETRY %d times (retry.max_attempts)", m->attempts);

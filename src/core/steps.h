@@ -11,7 +11,7 @@
  *  set dlq_reason for what cannot be processed (oversized, no key, retry
  *  budget spent). A reason set before (the crash-loop guard's) is kept, and
  *  the key is still derived so the dead letter names it. */
-void step_prepare(const struct topic_conf *t, struct pl_msg *m);
+void step_prepare(const struct pl_topic *pt, struct pl_msg *m);
 
 /** Write msgs (each with its dlq_reason) to the topic's dead-letter topic;
  *  only once the broker acknowledged every one are they marked

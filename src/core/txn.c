@@ -31,7 +31,7 @@ static enum pl_rc failed(struct txn *x, enum store_rc rc) { return step_fail(x->
 static void derive_keys(struct txn *x)
 {
         for (size_t i = 0; i < x->b.n; i++)
-                step_prepare(x->pt->t, x->b.items[i].msg);
+                step_prepare(x->pt, x->b.items[i].msg);
 }
 
 /* 2. Dead letters first: their offsets are committed only after the broker
@@ -109,7 +109,7 @@ static enum pl_rc claim(struct txn *x)
         x->claims = xcalloc(k ? k : 1, sizeof(*x->claims));
         for (size_t j = 0; j < k; j++) {
                 const struct pl_msg *m = x->b.items[x->b.keys[j]].msg;
-                x->claims[j] = (struct store_claim_row){.key = m->idem_key, .topic = m->topic,
+                x->claims[j] = (struct store_claim_row){.key = m->idem_key, .key_text = m->key_text, .topic = m->topic,
                                                         .fingerprint = m->fingerprint, .partition = m->partition,
                                                         .offset = m->offset, .want_outcome = want[x->b.keys[j]]};
         }

@@ -27,7 +27,7 @@ enum store_rc store_audit_key(struct store *s, const char *ns, const char *key, 
 {
         const char *params[2] = {ns, key};
         return store_query(s,
-                           "SELECT namespace, idem_key, status, response, attempts, topic, partition,"
+                           "SELECT namespace, idem_key, key_text, status, response, attempts, topic, partition,"
                            " \"offset\", encode(fingerprint, 'hex') AS fingerprint, created_at,"
                            " updated_at, expires_at, response_expires_at FROM dedupd.keys"
                            " WHERE namespace = $1 AND idem_key = $2",

@@ -16,4 +16,8 @@ struct store_gauges {
 enum store_rc store_read_gauges(struct store *s, const char *ns, struct store_gauges *g, char *err, size_t errsz)
         __attribute__((warn_unused_result));
 
+/** Unsent outbox rows of the namespace, counted up to `upto` (limits.outbox_backlog): cheap however far behind. */
+enum store_rc store_outbox_backlog(struct store *s, const char *ns, int64_t upto, int64_t *unsent, char *err,
+                                   size_t errsz) __attribute__((warn_unused_result));
+
 #endif

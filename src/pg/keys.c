@@ -56,7 +56,7 @@ enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_ro
                           int64_t response_ttl_ms, const struct store_claim_outcomes *out, char *err, size_t errsz)
 {
         char keep[24], ttl[24];
-        struct store_array k = {0}, t = {0}, p = {0}, o = {0}, f = {0}, w = {0};
+        struct store_array k = {0}, t = {0}, p = {0}, o = {0}, f = {0}, w = {0}, x = {0};
         PGresult *r = NULL;
         enum store_rc rc;
         size_t nunseen = 0;
@@ -69,12 +69,13 @@ enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_ro
                 store_array_int(&o, rows[i].offset);
                 store_array_text(&f, rows[i].fingerprint);
                 store_array_int(&w, rows[i].want_outcome != 0);
+                store_array_text(&x, rows[i].key_text);
                 rows[i].fresh = 0;
                 rows[i].row[0] = '\0';
         }
         snprintf(keep, sizeof(keep), "%" PRId64, keep_ms);
         snprintf(ttl, sizeof(ttl), "%" PRId64, response_ttl_ms);
-        const char *params[9] = {ns,
+        const char *params[10] = {ns,
                                  store_array_finish(&k),
                                  store_array_finish(&t),
                                  store_array_finish(&p),
@@ -82,7 +83,8 @@ enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_ro
                                  store_array_finish(&f),
                                  keep_ms > 0 ? keep : NULL,
                                  response_ttl_ms > 0 ? ttl : NULL,
-                                 store_array_finish(&w)};
+                                 store_array_finish(&w),
+                                 store_array_finish(&x)};
         /* ORDER BY: rows are inserted, and their index entries locked, in key
          * order, so two claimers of overlapping batches never deadlock. The
          * lookup of a key seen before shares the statement's snapshot
@@ -94,11 +96,11 @@ enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_ro
          * mismatch) unless its outcome is wanted: it is not returned. */
         rc = store_query(s,
                  "WITH u AS (SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[],"
-                 "           $9::int[]) AS u(k, t, p, o, f, w)),"
+                 "           $9::int[], $10::text[]) AS u(k, t, p, o, f, w, x)),"
                  " ins AS (INSERT INTO dedupd.keys (namespace, idem_key, status, fingerprint, topic, partition,"
-                 "         \"offset\", expires_at, response_expires_at)"
+                 "         \"offset\", expires_at, response_expires_at, key_text)"
                  "         SELECT $1, u.k, 'DONE', decode(u.f, 'hex'), u.t, u.p, u.o,"
-                 "         now() + $7::bigint * interval '1 millisecond', now() + $8::bigint * interval '1 millisecond'"
+                 "         now() + $7::bigint * interval '1 millisecond', now() + $8::bigint * interval '1 millisecond', u.x"
                  "         FROM u ORDER BY u.k COLLATE \"C\""
                  "         ON CONFLICT (namespace, idem_key) DO NOTHING"
                  "         RETURNING idem_key, ctid)"
@@ -108,7 +110,7 @@ enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_ro
                  "                    WHERE i.idem_key IS NULL AND d.namespace = $1 AND d.idem_key = u.k LIMIT 1) kn ON true"
                  " WHERE i.idem_key IS NOT NULL OR kn.idem_key IS NULL OR u.w = 1"
                  "    OR kn.fingerprint IS NULL OR kn.fingerprint <> decode(u.f, 'hex')",
-                 9, params, &r, err, errsz);
+                 10, params, &r, err, errsz);
         if (rc == STORE_OK) {
                 claim_results(r, rows, n, out, unseen, &nunseen);
                 PQclear(r);
@@ -122,6 +124,7 @@ enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_ro
         store_array_free(&o);
         store_array_free(&f);
         store_array_free(&w);
+        store_array_free(&x);
         return rc;
 }
 

@@ -17,6 +17,7 @@ typedef void(store_outcome_cb)(void *opaque, const char *key, const char *status
 /** One key to claim, and (out) what the claim found. */
 struct store_claim_row {
         const char *key, *topic, *fingerprint;
+        const char *key_text;    /* the text of a hashed key, or NULL */
         int32_t partition;
         int64_t offset;
         int want_outcome;        /* in: read its first outcome when seen before (a reply needs it) */

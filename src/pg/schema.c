@@ -100,6 +100,9 @@ static const char *const migrations[] = {
         /* 5: an isolated message's crashes include those of the batches it
          *    was in before it was isolated */
         "ALTER TABLE dedupd.attempts ADD COLUMN IF NOT EXISTS inherited integer NOT NULL DEFAULT 0;",
+        /* 6: a key stored as sha256:<hex> (longer than 512 bytes) keeps its
+         *    text, for dedupctl inspect; NULL for a key stored as it is */
+        "ALTER TABLE dedupd.keys ADD COLUMN IF NOT EXISTS key_text text;",
 };
 #define MIGRATION_CNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -194,6 +197,7 @@ static const struct schema_column {
         {"keys", "expires_at", "timestamp with time zone", 1}, /* NULL: kept forever */
         {"keys", "fingerprint", "bytea", 1},
         {"keys", "idem_key", "text", 0},
+        {"keys", "key_text", "text", 1}, /* the text of a hashed key */
         {"keys", "lease_until", "timestamp with time zone", 1}, /* external mode */
         {"keys", "namespace", "text", 0},
         {"keys", "offset", "bigint", 1},

@@ -12,7 +12,7 @@ static void copy_field(char *dst, size_t sz, const PGresult *r, int row, int col
         snprintf(dst, sz, "%s", PQgetisnull(r, row, col) ? "" : PQgetvalue(r, row, col));
 }
 
-enum store_rc store_ext_claim(struct store *s, const char *ns, const char *key, const char *topic,
+enum store_rc store_ext_claim(struct store *s, const char *ns, const char *key, const char *key_text, const char *topic,
                               int32_t partition, int64_t offset, const char *fingerprint,
                               const char *owner, int64_t lease_ms, int64_t keep_ms,
                               int64_t response_ttl_ms, int *claimed, char *err, size_t errsz)
@@ -26,21 +26,21 @@ enum store_rc store_ext_claim(struct store *s, const char *ns, const char *key, 
         snprintf(lease, sizeof(lease), "%" PRId64, lease_ms);
         snprintf(keep, sizeof(keep), "%" PRId64, keep_ms);
         snprintf(ttl, sizeof(ttl), "%" PRId64, response_ttl_ms);
-        const char *params[10] = {ns,    key,   fingerprint && *fingerprint ? fingerprint : NULL,
+        const char *params[11] = {ns,    key,   fingerprint && *fingerprint ? fingerprint : NULL,
                                   topic, part,  off,
                                   owner, lease, keep_ms > 0 ? keep : NULL,
-                                  response_ttl_ms > 0 ? ttl : NULL};
+                                  response_ttl_ms > 0 ? ttl : NULL, key_text};
         *claimed = 0;
         rc = store_query(s,
                  "INSERT INTO dedupd.keys (namespace, idem_key, status, fingerprint, topic, partition,"
-                 " \"offset\", attempts, owner, lease_until, expires_at, response_expires_at)"
+                 " \"offset\", attempts, owner, lease_until, expires_at, response_expires_at, key_text)"
                  " VALUES ($1, $2, 'PENDING', decode($3, 'hex'), $4, $5::int, $6::bigint, 1, $7,"
                  " now() + $8::bigint * interval '1 millisecond',"
                  " now() + $9::bigint * interval '1 millisecond',"
-                 " now() + $10::bigint * interval '1 millisecond')"
+                 " now() + $10::bigint * interval '1 millisecond', $11)"
                  " ON CONFLICT (namespace, idem_key) DO NOTHING"
                  " RETURNING attempts",
-                 10, params, &r, err, errsz);
+                 11, params, &r, err, errsz);
         if (rc)
                 return rc;
         *claimed = PQntuples(r) == 1;

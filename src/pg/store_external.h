@@ -30,7 +30,7 @@ struct store_ext_row {
  * lease_ms, attempts 1, expiry like store_claim (keep_ms / response_ttl_ms,
  * 0: never). *claimed = 1 when this call inserted it, 0 on a conflict.
  */
-enum store_rc store_ext_claim(struct store *s, const char *ns, const char *key, const char *topic,
+enum store_rc store_ext_claim(struct store *s, const char *ns, const char *key, const char *key_text, const char *topic,
                               int32_t partition, int64_t offset, const char *fingerprint,
                               const char *owner, int64_t lease_ms, int64_t keep_ms,
                               int64_t response_ttl_ms, int *claimed, char *err, size_t errsz) __attribute__((warn_unused_result));

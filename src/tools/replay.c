@@ -4,6 +4,7 @@
 #include "base/mem.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +128,26 @@ bad:
                              "milliseconds",
                  s);
         return -1;
+}
+
+int replay_parse_offset(const char *s, int64_t *out, char *err, size_t errsz)
+{
+        char *end;
+        long long v;
+        /* Digits only: strtoll would also take " 5" and "+5", and saturate
+         * 99999999999999999999 to INT64_MAX — a different offset than written. */
+        if (!*s || strspn(s, "0123456789") != strlen(s)) {
+                snprintf(err, errsz, "'%s': expected an offset (a number >= 0)", s);
+                return -1;
+        }
+        errno = 0;
+        v = strtoll(s, &end, 10);
+        if (errno == ERANGE) {
+                snprintf(err, errsz, "'%s': an offset is at most %lld", s, (long long)INT64_MAX);
+                return -1;
+        }
+        *out = v;
+        return 0;
 }
 
 int replay_parse_partitions(const char *s, int32_t **out, size_t *cnt, char *err, size_t errsz)

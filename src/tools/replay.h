@@ -41,6 +41,9 @@ enum replay_rc replay_run(const struct config *cfg, const struct replay_opts *o,
  *  milliseconds into epoch milliseconds. */
 int replay_parse_time(const char *s, int64_t *ms, char *err, size_t errsz);
 
+/** A Kafka offset (a number >= 0) as given to --to-offset and --from-offset. */
+int replay_parse_offset(const char *s, int64_t *out, char *err, size_t errsz);
+
 /** "0,2,5" into a malloc'd array of distinct non-negative partitions. */
 int replay_parse_partitions(const char *s, int32_t **out, size_t *cnt, char *err, size_t errsz);
 

@@ -28,7 +28,7 @@ stop a
 "$KT" dump -t "$T.dlq" -l >"$WORK/dlq.txt"
 assert_eq "$(grep -c '^0 ' "$WORK/dlq.txt")" 1 "dead letters"
 assert_eq "$(awk '/^0 /{print $4}' "$WORK/dlq.txt")" "value=1040000" "the dead letter's value, whole"
-grep -q "dedupd.reason=payload too large: 1040000 bytes, limit 1000000 (max_payload_bytes)" "$WORK/dlq.txt" || fail "reason: $(cat "$WORK/dlq.txt")"
+grep -q "dedupd.reason=payload too large: 1040000 bytes exceeds limits.payload_bytes (1000000)" "$WORK/dlq.txt" || fail "reason: $(cat "$WORK/dlq.txt")"
 assert_eq "$(kafka_lag "$T")" 0 "Kafka lag"
 
 # ---- 2. a record larger than its dead-letter topic takes (300,000 bytes):

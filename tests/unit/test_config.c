@@ -236,6 +236,37 @@ static void minimal_config_defaults(void **state)
         assert_int_equal(cfg->topics[0].batch_max_wait_ms, 100);
         assert_int_equal(cfg->topics[0].retry_max_attempts, 5);
         assert_int_equal(cfg->topics[0].max_payload_bytes, 1000000);
+        /* limits: */
+        assert_int_equal(cfg->limit_payload_bytes, 1000000);
+        assert_int_equal(cfg->limit_key_bytes, 4096);
+        assert_int_equal(cfg->limit_json_depth, 64);
+        assert_int_equal(cfg->limit_headers, 64);
+        assert_int_equal(cfg->limit_batch_bytes, 64 * 1024 * 1024);
+        assert_int_equal(cfg->limit_outbox_backlog, 100000);
+        config_free(cfg);
+}
+
+/* limits.payload_bytes is every topic's default; a topic's own max_payload_bytes
+ * (the key that existed before limits:) still wins, and the reason names it. */
+static void limits_payload_inherited_or_own(void **state)
+{
+        struct config *cfg = load_ok("namespace: svc\n"
+                                     "postgres: {conninfo: \"dbname=x\"}\n"
+                                     "kafka: {bootstrap.servers: \"b:9092\", group.id: g}\n"
+                                     "limits: {payload_bytes: 2000, key_bytes: 100, json_depth: 3, headers: 2,"
+                                     " batch_bytes: 4096, outbox_backlog: 0}\n"
+                                     "topics:\n"
+                                     "  - {name: a, key: {subject: \"{key}\"}, handler: {path: h.so}}\n"
+                                     "  - {name: b, key: {subject: \"{key}\"}, handler: {path: h.so}, max_payload_bytes: 300}\n");
+        assert_int_equal(cfg->topics[0].max_payload_bytes, 2000);
+        assert_false(cfg->topics[0].payload_bytes_own);
+        assert_int_equal(cfg->topics[1].max_payload_bytes, 300);
+        assert_true(cfg->topics[1].payload_bytes_own);
+        assert_int_equal(cfg->limit_key_bytes, 100);
+        assert_int_equal(cfg->limit_json_depth, 3);
+        assert_int_equal(cfg->limit_headers, 2);
+        assert_int_equal(cfg->limit_batch_bytes, 4096);
+        assert_int_equal(cfg->limit_outbox_backlog, 0);
         config_free(cfg);
 }
 
@@ -400,7 +431,7 @@ static const struct err_case err_cases[] = {
         {"error: unknown top-level key",
          Y_HEAD "colour: blue\n" Y_TOPICS, 1,
          "t.yaml:7:1: unknown key 'colour'",
-         "(expected one of: namespace, log_level, log_format, startup_timeout_ms, shutdown_timeout_ms, source, postgres, kafka, nats, rabbitmq, topics, retention_classes, purge, outbox, http)", NULL},
+         "(expected one of: namespace, log_level, log_format, startup_timeout_ms, shutdown_timeout_ms, source, postgres, kafka, nats, rabbitmq, topics, retention_classes, purge, outbox, http, limits)", NULL},
         {"error: unknown key inside topics[0].key",
          Y_HEAD Y_TOPIC_START Y_SUBJECT Y_ACTION "      flavour: salty\n" Y_HANDLER, 1,
          "t.yaml:12:7: unknown key 'topics[0].key.flavour'",
@@ -490,7 +521,25 @@ static const struct err_case err_cases[] = {
          "t.yaml:15:21: 'topics[0].retry.max_attempts': 1001 is out of range [1, 1000]", NULL, NULL},
         {"error: negative integer",
          Y_HEAD Y_TOPICS "    max_payload_bytes: -1\n", 1,
-         "t.yaml:14:24: 'topics[0].max_payload_bytes': -1 is out of range [0, 1000000000]", NULL, NULL},
+         "t.yaml:14:24: 'topics[0].max_payload_bytes': -1 is out of range [1, 1000000000]", NULL, NULL},
+        {"error: limits.json_depth below range",
+         Y_HEAD "limits:\n  json_depth: 0\n" Y_TOPICS, 1,
+         "t.yaml:8:15: 'limits.json_depth': 0 is out of range [1, 2048]", NULL, NULL},
+        {"error: limits.key_bytes above range",
+         Y_HEAD "limits:\n  key_bytes: 2000000\n" Y_TOPICS, 1,
+         "t.yaml:8:14: 'limits.key_bytes': 2000000 is out of range [16, 1048576]", NULL, NULL},
+        {"error: limits.batch_bytes below range",
+         Y_HEAD "limits:\n  batch_bytes: 10\n" Y_TOPICS, 1,
+         "t.yaml:8:16: 'limits.batch_bytes': 10 is out of range [1024, 2147483647]", NULL, NULL},
+        {"error: limits.payload_bytes not an integer",
+         Y_HEAD "limits:\n  payload_bytes: 1MB\n" Y_TOPICS, 1,
+         "t.yaml:8:18: 'limits.payload_bytes': '1MB' is not an integer", NULL, NULL},
+        {"error: limits.headers negative",
+         Y_HEAD "limits:\n  headers: -1\n" Y_TOPICS, 1,
+         "t.yaml:8:12: 'limits.headers': -1 is out of range [0, 100000]", NULL, NULL},
+        {"error: unknown key under limits",
+         Y_HEAD "limits:\n  max_depth: 5\n" Y_TOPICS, 1,
+         "t.yaml:8:3: unknown key 'limits.max_depth'", NULL, NULL},
         {"error: not an integer",
          Y_HEAD Y_TOPICS "    batch:\n      max_wait_ms: 10ms\n", 1,
          "t.yaml:15:20: 'topics[0].batch.max_wait_ms': '10ms' is not an integer", NULL, NULL},
@@ -1033,6 +1082,7 @@ int main(void)
                 cmocka_unit_test(valid_full_config),
                 cmocka_unit_test(minimal_config_defaults),
                 cmocka_unit_test(rabbitmq_config_defaults),
+                cmocka_unit_test(limits_payload_inherited_or_own),
                 cmocka_unit_test(env_substitution),
                 cmocka_unit_test(load_from_file),
                 cmocka_unit_test(file_errors_name_the_file),

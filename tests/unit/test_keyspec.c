@@ -6,6 +6,7 @@
 
 #include <openssl/sha.h>
 
+#include "base/json_depth.h"
 #include "base/keyspec.h"
 #include "unit.h"
 
@@ -540,6 +541,61 @@ static void compile_case(void **state)
         assert_contains(err, c->err);
 }
 
+/* limits.key_bytes bounds the text; a hashed key hands its text back for storage. */
+static void key_text_limit_and_text_kept(void **state)
+{
+        char out[KEYSPEC_MAX_KEY_LEN + 1], err[512] = "";
+        struct keyspec *ks = compile_ok("{json:id}", "PAY", NULL);
+        char *p = payload_with_id(600, 'b'), *text = NULL;
+        struct record in = {.value = p, .value_len = strlen(p)};
+
+        /* 600 + "/PAY": 604 bytes; a limit of 603 refuses it with both numbers */
+        assert_int_equal(keyspec_derive_text(ks, &in, 603, out, sizeof(out), &text, err, sizeof(err)), -1);
+        assert_string_equal(err, "key of 604 bytes exceeds limits.key_bytes (603)");
+        assert_null(text);
+        /* 604 passes: stored hashed, the text comes back whole */
+        assert_int_equal(keyspec_derive_text(ks, &in, 604, out, sizeof(out), &text, err, sizeof(err)), 0);
+        assert_hashed_key(out);
+        assert_non_null(text);
+        assert_int_equal(strlen(text), 604);
+        assert_memory_equal(text + 600, "/PAY", 5);
+        free(text);
+        /* a short key is stored as it is, with no text beside it */
+        in.value = "{\"id\":\"o-1\"}";
+        in.value_len = strlen(in.value);
+        assert_int_equal(keyspec_derive_text(ks, &in, 604, out, sizeof(out), &text, err, sizeof(err)), 0);
+        assert_string_equal(out, "o-1/PAY");
+        assert_null(text);
+        keyspec_free(ks);
+        free(p);
+}
+
+/* A short key spelled like a hashed one is hashed, so it cannot forge one. */
+static void hashed_spelling_is_hashed(void **state)
+{
+        char out[KEYSPEC_MAX_KEY_LEN + 1], err[512], want[80], hex[65];
+        const char *forged = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+        char payload[128];
+        struct keyspec *ks = compile_ok("{json:id}", NULL, NULL);
+        snprintf(payload, sizeof(payload), "{\"id\":\"%s\"}", forged);
+        assert_int_equal(derive(ks, payload, 0, NULL, 0, NULL, 0, out, err, sizeof(err)), 0);
+        sha256_hex(forged, strlen(forged), hex);
+        snprintf(want, sizeof(want), "sha256:%s", hex);
+        assert_string_equal(out, want);
+        keyspec_free(ks);
+}
+
+/* limits.json_depth is counted on the bytes: brackets in strings do not count. */
+static void json_depth_counted_on_bytes(void **state)
+{
+        assert_int_equal(json_depth_over("{\"a\":[[1]]}", 11, 3), 0);
+        assert_int_equal(json_depth_over("{\"a\":[[[1]]]}", 13, 3), 4);
+        assert_int_equal(json_depth_over("{\"a\":\"[[[[[[\"}", 13, 1), 0);
+        assert_int_equal(json_depth_over("{\"a\":\"\\\"[[[[\"}", 14, 1), 0);
+        assert_int_equal(json_depth_over("[][][][]", 8, 1), 0);
+        assert_int_equal(json_depth_over("not json at all", 15, 1), 0);
+}
+
 int main(void)
 {
         static const struct CMUnitTest tests[] = {
@@ -549,6 +605,9 @@ int main(void)
                 cmocka_unit_test(long_key_is_hashed),
                 cmocka_unit_test(key_length_boundary),
                 cmocka_unit_test(long_header_is_hashed),
+                cmocka_unit_test(key_text_limit_and_text_kept),
+                cmocka_unit_test(hashed_spelling_is_hashed),
+                cmocka_unit_test(json_depth_counted_on_bytes),
         };
         struct unit_list l = {0};
 
