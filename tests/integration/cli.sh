@@ -15,6 +15,7 @@ for prog in dedupd dedupctl; do
         "$BUILD/$prog" --version >"$WORK/$prog.version" || fail "$prog --version exited $?"
         assert_eq "$(sed -n 1p "$WORK/$prog.version")" "$prog $(sed -n 's/^project(dedupd VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt") (handler ABI $abi)" "$prog --version, line 1"
         assert_eq "$(sed -n 2p "$WORK/$prog.version")" "librdkafka $(pkg-config --modversion rdkafka), libpq $(pkg-config --modversion libpq)" "$prog --version, line 2"
+        assert_eq "$(sed -n 3p "$WORK/$prog.version")" "librabbitmq $(pkg-config --modversion librabbitmq), nats.c $(pkg-config --modversion libnats)" "$prog --version, line 3"
         grep -q '^fault points: ' "$WORK/$prog.version" || fail "$prog --version does not say whether fault points are in"
         "$BUILD/$prog" --help | grep -q -- "-V, --version" || fail "$prog --help does not list --version"
 done
