@@ -65,8 +65,10 @@ build_cmd=$(sed -n '/^RUN cmake /,/[^\\]$/p' "$DF" | tr -d '\\\n')
 [[ $build_cmd != *"DEDUPD_FAULT_POINTS=ON"* ]] || fail "the image has fault points: $build_cmd"
 build_stage=$(awk '/^FROM /{n++} n == 1' "$DF")
 runtime_stage=$(awk '/^FROM /{n++} n == 2' "$DF")
-# Every library's -dev package scripts/deps installs, but cmocka (tests only).
-mapfile -t dev_pkgs < <(tr -s ' \t' '\n\n' <"$ROOT/scripts/deps" | grep -E '^lib[a-z0-9.+-]+-dev$' | grep -v '^libcmocka-dev$' | sort -u)
+# Every library's -dev package scripts/deps installs, but cmocka and clang's
+# runtimes (tests and fuzzing only).
+mapfile -t dev_pkgs < <(tr -s ' \t' '\n\n' <"$ROOT/scripts/deps" | grep -E '^lib[a-z0-9.+-]+-dev$' |
+        grep -v -e '^libcmocka-dev$' -e '^libclang-rt-[0-9]*-dev$' | sort -u)
 ((${#dev_pkgs[@]} >= 5)) || fail "found only ${#dev_pkgs[@]} -dev packages in scripts/deps: ${dev_pkgs[*]}"
 for pkg in build-essential cmake ninja-build pkg-config "${dev_pkgs[@]}"; do
         grep -qw -- "$pkg" "$ROOT/scripts/deps" || fail "scripts/deps no longer names $pkg: update this list"
