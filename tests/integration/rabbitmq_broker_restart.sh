@@ -10,13 +10,8 @@ Q="pay_restart_$$"
 MSGS=20000 ORDERS=8000
 # Small batches, so the run lasts long enough for the broker to go away under it.
 export SEED_ACCOUNTS=50 INITIAL_BALANCE=100000 BATCH_MAX=20 PREFETCH=20
-rmq_queue "$Q"
-rmq_write_config "$WORK/c.yaml" "$Q"
-workload "$WORK/w.txt" "$WORK/keys.txt" "$MSGS" "$ORDERS"
-rmq_publish "$Q" <"$WORK/w.txt"
-assert_eq "$(rmq_messages "$Q")" "$MSGS" "messages in the queue"
+rmq_loaded_queue "$Q" "$MSGS" "$ORDERS"
 
-keys() { sql "SELECT count(*) FROM dedupd.keys" 2>/dev/null || echo 0; }
 start d1 "$WORK/c.yaml"
 for ((i = 0; i < 600; i++)); do
         (($(keys) >= 1000)) && break

@@ -13,13 +13,8 @@ require_fault_points
 Q="pay_crash_$$"
 MSGS=5000 ORDERS=3500
 export SEED_ACCOUNTS=50 INITIAL_BALANCE=3000 BATCH_MAX=100 PREFETCH=300
-rmq_queue "$Q"
-rmq_write_config "$WORK/c.yaml" "$Q"
-workload "$WORK/w.txt" "$WORK/keys.txt" "$MSGS" "$ORDERS"
-rmq_publish "$Q" <"$WORK/w.txt"
-assert_eq "$(rmq_messages "$Q")" "$MSGS" "messages in the queue"
+rmq_loaded_queue "$Q" "$MSGS" "$ORDERS"
 
-keys() { sql "SELECT count(*) FROM dedupd.keys" 2>/dev/null || echo 0; }
 RANDOM=$$
 kills=0
 while ((kills < 6)); do

@@ -64,3 +64,17 @@ rmq_dead_letters() {
         : >"$2"
         while RABBITMQ_URL=$RABBITMQ_URL "$AT" get "$1" >>"$2"; do echo >>"$2"; done
 }
+
+# rmq_loaded_queue QUEUE MSGS ORDERS: the queue, its config ($WORK/c.yaml) and a
+# workload of MSGS messages for ORDERS orders ($WORK/w.txt, its keys in
+# $WORK/keys.txt) published to it and counted there
+rmq_loaded_queue() {
+        rmq_queue "$1"
+        rmq_write_config "$WORK/c.yaml" "$1"
+        workload "$WORK/w.txt" "$WORK/keys.txt" "$2" "$3"
+        rmq_publish "$1" <"$WORK/w.txt"
+        assert_eq "$(rmq_messages "$1")" "$2" "messages in the queue"
+}
+
+# keys: the keys the database holds (0 while it cannot say)
+keys() { sql "SELECT count(*) FROM dedupd.keys" 2>/dev/null || echo 0; }

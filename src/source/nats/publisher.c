@@ -46,26 +46,36 @@ static int publish_acked(struct nats_publisher *p, natsMsg *m, char *err, size_t
         return 0;
 }
 
+/* Publish m, built with status s (what: "a message", "a dead letter"), and
+ * wait for its PubAck; m is destroyed either way. */
+static int send_built(struct nats_publisher *p, natsStatus s, natsMsg *m, const char *what, char *err, size_t errsz)
+{
+        int rc;
+        if (s != NATS_OK) {
+                snprintf(err, errsz, "building %s: %s", what, natsStatus_GetText(s));
+                natsMsg_Destroy(m);
+                return -1;
+        }
+        rc = publish_acked(p, m, err, errsz);
+        natsMsg_Destroy(m);
+        return rc;
+}
+
 static int publish(void *opaque, const struct record *recs, size_t n, char *err, size_t errsz)
 {
         struct nats_publisher *p = opaque;
         for (size_t i = 0; i < n; i++) {
                 const struct record *r = &recs[i];
                 natsMsg *m = NULL;
+                char what[300];
                 natsStatus s = natsMsg_Create(&m, r->topic, NULL, r->value, (int)r->value_len);
                 for (size_t h = 0; s == NATS_OK && h < r->header_cnt; h++)
                         s = add_header(m, r->headers[h].name, r->headers[h].value ? r->headers[h].value : "",
                                        r->headers[h].value ? r->headers[h].value_len : 0);
                 if (s == NATS_OK && r->key)
                         s = add_header(m, "dedupd.record.key", r->key, r->key_len);
-                if (s != NATS_OK) {
-                        snprintf(err, errsz, "building a message for %s: %s", r->topic, natsStatus_GetText(s));
-                        natsMsg_Destroy(m);
-                        return -1;
-                }
-                int rc = publish_acked(p, m, err, errsz);
-                natsMsg_Destroy(m);
-                if (rc)
+                snprintf(what, sizeof(what), "a message for %s", r->topic);
+                if (send_built(p, s, m, what, err, errsz))
                         return -1;
         }
         return 0;
@@ -124,14 +134,7 @@ static int dead_letter(void *opaque, const char *dlq_topic, const char *ns, stru
         for (size_t i = 0; i < n; i++) {
                 natsMsg *m = NULL;
                 natsStatus s = letter_of(p, &m, msgs[i], subject, ns);
-                if (s != NATS_OK) {
-                        snprintf(err, errsz, "building a dead letter: %s", natsStatus_GetText(s));
-                        natsMsg_Destroy(m);
-                        return -1;
-                }
-                int rc = publish_acked(p, m, err, errsz);
-                natsMsg_Destroy(m);
-                if (rc)
+                if (send_built(p, s, m, "a dead letter", err, errsz))
                         return -1;
         }
         return 0;
