@@ -12,7 +12,8 @@
  * natstool lastseq STREAM SUBJECT         the subject's last stream sequence (0: none)
  * natstool dump    STREAM SUBJECT         each message of the subject: seq, headers (name=value;...), data
  * natstool consumer STREAM NAME           ack_floor, delivered, pending, ack_pending, waiting (one a line)
- * The server is $NATS_URL.
+ * The server is $NATS_URL; $NATS_TOKEN, if set, the token to connect with;
+ * $NATS_TLS_CA, if set, TLS with the server verified against that CA file.
  */
 
 static void die(const char *what, natsStatus s)
@@ -150,6 +151,9 @@ static int cmd_consumer(jsCtx *js, int argc, char **argv)
 int main(int argc, char **argv)
 {
         const char *url = getenv("NATS_URL");
+        const char *token = getenv("NATS_TOKEN");
+        const char *ca = getenv("NATS_TLS_CA");
+        natsOptions *o = NULL;
         natsConnection *nc = NULL;
         jsCtx *js = NULL;
         int rc = 2;
@@ -157,7 +161,19 @@ int main(int argc, char **argv)
                 fprintf(stderr, "usage: natstool stream|pub|lastseq|dump|consumer ARGS (NATS_URL set)\n");
                 return 2;
         }
-        natsStatus s = natsConnection_ConnectTo(&nc, url);
+        natsStatus s = natsOptions_Create(&o);
+        if (s == NATS_OK)
+                s = natsOptions_SetURL(o, url);
+        if (s == NATS_OK && token && *token)
+                s = natsOptions_SetToken(o, token);
+        if (s == NATS_OK && ca && *ca) {
+                s = natsOptions_SetSecure(o, true);
+                if (s == NATS_OK)
+                        s = natsOptions_LoadCATrustedCertificates(o, ca);
+        }
+        if (s == NATS_OK)
+                s = natsConnection_Connect(&nc, o);
+        natsOptions_Destroy(o);
         if (s != NATS_OK)
                 die("connect", s);
         if ((s = natsConnection_JetStream(&js, nc, NULL)) != NATS_OK)

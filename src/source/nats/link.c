@@ -121,6 +121,37 @@ static natsStatus options(natsOptions **o, const struct config *cfg)
         return s;
 }
 
+/* Whether text holds the token or any user:password of the URLs. */
+static int holds_secret(const char *text, const struct config *cfg)
+{
+        if (cfg->nats_token && *cfg->nats_token && strstr(text, cfg->nats_token))
+                return 1;
+        for (const char *url = cfg->nats_url; url && *url;) {
+                const char *end = strchr(url, ',');
+                size_t len = end ? (size_t)(end - url) : strlen(url);
+                const char *scheme = strstr(url, "://");
+                const char *user = scheme && (size_t)(scheme - url) < len ? scheme + 3 : url;
+                const char *at = memchr(user, '@', len - (size_t)(user - url));
+                if (at && at > user) {
+                        /* the whole userinfo, and its password alone */
+                        const char *colon = memchr(user, ':', (size_t)(at - user));
+                        char part[512];
+                        snprintf(part, sizeof(part), "%.*s", (int)(at - user), user);
+                        if (strstr(text, part))
+                                return 1;
+                        if (colon && colon + 1 < at) {
+                                snprintf(part, sizeof(part), "%.*s", (int)(at - colon - 1), colon + 1);
+                                if (strstr(text, part))
+                                        return 1;
+                        }
+                }
+                url += len;
+                if (*url == ',')
+                        url++;
+        }
+        return 0;
+}
+
 int nats_link_open(struct nats_link *l, const struct config *cfg, char *err, size_t errsz)
 {
         natsOptions *o = NULL;
@@ -134,8 +165,15 @@ int nats_link_open(struct nats_link *l, const struct config *cfg, char *err, siz
                 s = natsConnection_Connect(&l->nc, o);
         natsOptions_Destroy(o);
         if (s != NATS_OK) {
-                /* The client's last error may quote the URL: only the redacted one is said. */
-                snprintf(err, errsz, "cannot connect to NATS at %s: %s", l->server, natsStatus_GetText(s));
+                /* The client's last error says which check failed (the TLS
+                 * handshake's reason, the server's -ERR); it may quote the URL:
+                 * said only when it holds no credential of the config. */
+                const char *last = nats_GetLastError(NULL);
+                if (last && *last && !holds_secret(last, cfg))
+                        snprintf(err, errsz, "cannot connect to NATS at %s: %s: %s", l->server, natsStatus_GetText(s),
+                                 last);
+                else
+                        snprintf(err, errsz, "cannot connect to NATS at %s: %s", l->server, natsStatus_GetText(s));
                 return -1;
         }
         jsOptions_Init(&jo);
