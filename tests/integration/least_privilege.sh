@@ -17,7 +17,7 @@ drop_roles() {
         psql "$PG_DSN" -X -q -c "DROP DATABASE IF EXISTS \"$DB\" WITH (FORCE)" >/dev/null 2>&1 || true
         psql "$PG_DSN" -X -q -c "DROP ROLE IF EXISTS \"$OWNER\"" -c "DROP ROLE IF EXISTS \"$DAEMON\"" >/dev/null 2>&1 || true
 }
-trap 'rc=$?; for n in "${!PIDS[@]}"; do kill -9 "${PIDS[$n]}" 2>/dev/null || true; done; drop_roles; (exit $rc); cleanup' EXIT
+on_exit drop_roles
 
 psql "$PG_DSN" -X -q -v ON_ERROR_STOP=1 -c "CREATE ROLE \"$OWNER\" LOGIN" -c "CREATE ROLE \"$DAEMON\" LOGIN" >/dev/null
 # The owner may create schema dedupd in this database and the handler's

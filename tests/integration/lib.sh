@@ -28,10 +28,21 @@ log() { printf '[%s] %s\n' "$TEST" "$*"; }
 
 sql() { psql "$TEST_DSN" -X -q -t -A -v ON_ERROR_STOP=1 -c "$1"; }
 
+EXIT_HOOKS=()
+# on_exit CMD: CMD (evaluated) runs when the test ends, after its processes
+# are killed and before its database is dropped. A test adds what it must undo
+# here, never with a trap of its own: a trap that runs anything before cleanup
+# loses the test's exit status, and a failed test passes.
+on_exit() { EXIT_HOOKS+=("$1"); }
+
 cleanup() {
-        local rc=$?
+        local rc=$? hook
+        ((rc != 0 || FAILED == 0)) || rc=1
         for name in "${!PIDS[@]}"; do
                 kill -9 "${PIDS[$name]}" 2>/dev/null || true
+        done
+        for hook in "${EXIT_HOOKS[@]}"; do
+                eval "$hook" || true
         done
         if [[ $rc -ne 0 || $FAILED -ne 0 ]]; then
                 for f in "$WORK"/*.log; do

@@ -8,7 +8,7 @@
 # `dedupctl verify --expect-caught-up` exits 0.
 . "$(dirname "$0")/lib.sh"
 SERVICES=$ROOT/scripts/services
-trap '"$SERVICES" pg-start >/dev/null 2>&1 || true; cleanup' EXIT
+on_exit '"$SERVICES" pg-start >/dev/null 2>&1'
 
 assigned() { grep -c "assigned $2/" "$WORK/$1.log" 2>/dev/null || true; }
 wait_assigned() { # NAME TOPIC: until NAME's log shows an assignment of TOPIC

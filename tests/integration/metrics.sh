@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 PROM_PID=""
-trap '[[ -z $PROM_PID ]] || kill "$PROM_PID" 2>/dev/null; cleanup' EXIT
+on_exit '[[ -z $PROM_PID ]] || kill "$PROM_PID" 2>/dev/null'
 
 # A port nothing listens on.
 free_port() {

@@ -16,11 +16,9 @@
 NS_PIDS=()
 # cleanup reads the test's exit status from $?: the servers go first, $? kept
 stop_servers() {
-        local rc=$?
         for p in "${NS_PIDS[@]}"; do { kill "$p" && wait "$p"; } 2>/dev/null || true; done
-        return $rc
 }
-trap 'stop_servers; cleanup' EXIT
+on_exit stop_servers
 
 # A port nothing listens on (as metrics.sh picks one).
 free_port() {

@@ -15,8 +15,7 @@
         fail "the test servers have no TLS: run scripts/services down, then scripts/services up"
 TLS=$DEDUPD_TLS_DIR
 DB2="${DB}_cert"
-trap 'rc=$?; for n in "${!PIDS[@]}"; do kill -9 "${PIDS[$n]}" 2>/dev/null || true; done
-      psql "$PG_DSN" -X -q -c "DROP DATABASE IF EXISTS \"$DB2\" WITH (FORCE)" >/dev/null 2>&1; (exit $rc); cleanup' EXIT
+on_exit 'psql "$PG_DSN" -X -q -c "DROP DATABASE IF EXISTS \"$DB2\" WITH (FORCE)" >/dev/null 2>&1'
 
 T="pay_pgtls_$$"
 topic "$T" 2

@@ -17,9 +17,9 @@ PG_SECRET="pg-Secret-$$-$RANDOM"
 WRONG_PG="pg-Wrong-$$-$RANDOM"
 WRONG_KAFKA="kafka-Wrong-$$-$RANDOM"
 SECRETS=("$KAFKA_SCRAM_PASSWORD" "$PG_SECRET" "$WRONG_PG" "$WRONG_KAFKA")
-trap 'rc=$?; for n in "${!PIDS[@]}"; do kill -9 "${PIDS[$n]}" 2>/dev/null || true; done
-      psql "$PG_DSN" -X -q -c "DROP DATABASE IF EXISTS \"$DB\" WITH (FORCE)" >/dev/null 2>&1
-      psql "$PG_DSN" -X -q -c "DROP ROLE IF EXISTS $PG_PASSWORD_ROLE" >/dev/null 2>&1; (exit $rc); cleanup' EXIT
+# (the database first: the role owns it)
+on_exit 'psql "$PG_DSN" -X -q -c "DROP DATABASE IF EXISTS \"$DB\" WITH (FORCE)" >/dev/null 2>&1
+         psql "$PG_DSN" -X -q -c "DROP ROLE IF EXISTS $PG_PASSWORD_ROLE" >/dev/null 2>&1'
 
 # The role logs in with its password only (pg_hba: scram-sha-256) and owns the database.
 psql "$PG_DSN" -X -q -v ON_ERROR_STOP=1 -c "DROP ROLE IF EXISTS $PG_PASSWORD_ROLE" \

@@ -11,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 
 DBS=()
-trap 'for d in "${DBS[@]}"; do psql "$PG_DSN" -X -q -c "DROP DATABASE IF EXISTS \"$d\" WITH (FORCE)" >/dev/null 2>&1; done; cleanup' EXIT
+on_exit 'for d in "${DBS[@]}"; do psql "$PG_DSN" -X -q -c "DROP DATABASE IF EXISTS \"$d\" WITH (FORCE)" >/dev/null 2>&1; done'
 newdb() { # NAME → DSN
         DBS+=("${DB}_$1")
         psql "$PG_DSN" -X -q -c "CREATE DATABASE \"${DB}_$1\"" >/dev/null
@@ -48,9 +48,9 @@ awk 'BEGIN { srand(20261201);
         for (i = 1; i <= 4000; i++) {
                 o = (i <= 2500) ? i : int(rand() * 2500) + 1;
                 srand(7919 + o); u = int(rand() * 20) + 1; a = int(rand() * 90) + 1;
-                printf "{\"order_id\":\"o-%d\",\"user_id\":%d,\"amount\":%d}\n", o, u, a;
+                printf "u%d\t{\"order_id\":\"o-%d\",\"user_id\":%d,\"amount\":%d}\n", u, o, u, a;
                 srand(20261201 + i);
-        } }' >"$WORK/w.txt"
+        } }' >"$WORK/w.txt"  # keyed by user: a user's debits in one partition, in one order for every run
 "$KT" produce -t "$T" <"$WORK/w.txt"
 for h in transfer sql sql_permsg; do
         dsn=$(newdb "$h")

@@ -10,7 +10,7 @@
 
 DB2="${DB}_pm"
 psql "$PG_DSN" -X -q -c "CREATE DATABASE \"$DB2\"" >/dev/null
-trap 'psql "$PG_DSN" -X -q -c "DROP DATABASE IF EXISTS \"$DB2\" WITH (FORCE)" >/dev/null 2>&1 || true; cleanup' EXIT
+on_exit 'psql "$PG_DSN" -X -q -c "DROP DATABASE IF EXISTS \"$DB2\" WITH (FORCE)" >/dev/null 2>&1'
 DSN2="${PG_DSN/dbname=dedupd/dbname=$DB2}"
 
 # workload SEED FILE: 4000 payments for 2500 orders over 20 accounts of 3000
