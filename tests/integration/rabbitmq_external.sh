@@ -68,6 +68,8 @@ log "killed pid $pid1 mid-effect on $mid with $done1 keys DONE; $(rmq_messages "
 
 # ---- 2. killed right after an effect, before DONE is recorded ------------------
 DEDUPD_FAULT="in_handler:2" start d2 "$WORK/fast.yaml"
+for ((i = 0; i < 300; i++)); do kill -0 "${PIDS[d2]}" 2>/dev/null || break; sleep 0.1; done
+kill -0 "${PIDS[d2]}" 2>/dev/null && fail "the second instance still runs after 30 s: the in_handler fault point was not reached twice"
 rc=0; wait "${PIDS[d2]}" || rc=$?; unset "PIDS[d2]"
 ((rc == 137)) || fail "the second instance exited $rc, not by the in_handler fault point's SIGKILL"
 grep -q "$mid is PENDING under a live lease" "$WORK/d2.log" || fail "the second instance did not meet $mid's live lease"

@@ -53,7 +53,11 @@ ledgers=()
 restarts=0
 while :; do
         start d1 "$WORK/c.yaml"
-        while kill -0 "${PIDS[d1]}" 2>/dev/null && [[ $(rmq_messages "$Q") != 0 ]]; do sleep 0.1; done
+        for ((i = 0; i < 300; i++)); do
+                kill -0 "${PIDS[d1]}" 2>/dev/null && [[ $(rmq_messages "$Q") != 0 ]] || break
+                sleep 0.1
+        done
+        ((i < 300)) || fail "dedupd neither died nor drained $Q in 30 s"
         [[ $(rmq_messages "$Q") == 0 ]] && break
         rc=0; wait "${PIDS[d1]}" || rc=$?; unset "PIDS[d1]"
         restarts=$((restarts + 1))
