@@ -10,9 +10,11 @@
 # (dedupd.attempts) lines up with the same messages. After exactly
 # retry.max_crashes crashes the message is dead-lettered to
 # rabbitmq.dead_letter.exchange with the crash-loop reason, its key and its
-# body; its neighbours take effect once; the queue drains.
+# body; its neighbours take effect once; the queue drains. Then again with
+# a kill between COMMIT and basic.ack that shifts the numbers by one.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rmq_lib.sh"
+require_fault_points # case 2
 
 Q="poison_$$"
 X="poison_dlx_$$"
@@ -90,3 +92,50 @@ assert_eq "$(grep -c "^header trace=t-$$\$" "$WORK/letters")" 1 "its own headers
 assert_eq "$(grep -c '^header dedupd.origin.offset=2$' "$WORK/letters")" 1 "dead-lettered at delivery number 2, where it crashed"
 assert_eq "$(grep -c "^header dedupd.origin.topic=$Q\$" "$WORK/letters")" 1 "dedupd.origin.topic names the queue"
 log "ok: crash loop broken after $restarts crashes; $(sql "SELECT sum(applied) || ' applied, ' || sum(dead_lettered) || ' dead-lettered, ' || max(next_offset) || ' deliveries committed' FROM dedupd.offsets WHERE topic = '$Q'")"
+
+# ---- 2. the numbers shifted by a committed delivery the broker never heard acked ----
+# The same poison, but the run that works the crashed range alone is killed
+# between COMMIT and basic.ack (fault point after_commit, on b2's commit): b2
+# comes back first and takes delivery number 2, the poison moves to 3. The
+# guard must still absorb b2 (a duplicate, not a crash loop) and dead-letter
+# the poison after exactly retry.max_crashes of its own crashes, at 3.
+Q="poison2_$$"
+rmq_define "{\"queues\":[{\"name\":\"$Q\",\"vhost\":\"/\",\"durable\":true,\"auto_delete\":false,\"arguments\":{}},
+  {\"name\":\"$Q.letters\",\"vhost\":\"/\",\"durable\":true,\"auto_delete\":false,\"arguments\":{}}],
+ \"bindings\":[{\"source\":\"$X\",\"vhost\":\"/\",\"destination\":\"$Q.letters\",\"destination_type\":\"queue\",\"routing_key\":\"$Q.dlq\",\"arguments\":{}}]}"
+sed "s/- name: poison_$$\$/- name: $Q/; s|crash_keys: boom/PAY|crash_keys: boom2/PAY|" "$WORK/c.yaml" >"$WORK/c2.yaml"
+for o in a2 b2 boom2 c2 d2; do printf '{"order_id":"%s"}\n' "$o"; done | rmq_publish "$Q"
+ledgers=()
+runs=0 crashes=0
+while :; do
+        runs=$((runs + 1))
+        if ((runs == 2)); then DEDUPD_FAULT="after_commit:2" start d2 "$WORK/c2.yaml"; else start d2 "$WORK/c2.yaml"; fi
+        for ((i = 0; i < 300; i++)); do
+                kill -0 "${PIDS[d2]}" 2>/dev/null && [[ $(rmq_messages "$Q") != 0 ]] || break
+                sleep 0.1
+        done
+        ((i < 300)) || fail "dedupd neither died nor drained $Q in 30 s"
+        [[ $(rmq_messages "$Q") == 0 ]] && break
+        rc=0; wait "${PIDS[d2]}" || rc=$?; unset "PIDS[d2]"
+        ((rc == 134)) && crashes=$((crashes + 1))
+        ledgers[runs]=$(ledger)
+        log "run $runs: dedupd died (exit $rc); numbering resumes at $(resume_at); crash ledger: ${ledgers[runs]}"
+        ((runs <= 9)) || fail "crash loop not broken after $runs runs"
+done
+stop d2
+# (b2's start at 1 is still there: it committed, but the kill came before the
+# start was taken back; the committed position, 2, has passed it, and it is
+# gone by the next run's end.)
+assert_eq "${ledgers[2]}" "0..5 x1 batch, 1..2 x1 alone" "ledger after the kill between COMMIT and ack (a2, b2 committed alone)"
+assert_eq "${ledgers[3]}" "0..5 x1 batch, 3..4 x1 alone" "ledger after boom2's first crash alone (b2 redelivered at 2, boom2 at 3)"
+assert_eq "$crashes" 3 "boom2's crashes (exit 134) before it was dead-lettered (retry.max_crashes)"
+assert_eq "$(sql "SELECT string_agg(idem_key, ',' ORDER BY idem_key) FROM flaky_effects WHERE idem_key LIKE '%2/PAY'")" "a2/PAY,b2/PAY,c2/PAY,d2/PAY" "neighbours' effects, each once"
+assert_eq "$(sql "SELECT sum(duplicates) || '/' || sum(dead_lettered) FROM dedupd.offsets WHERE topic = '$Q'")" "1/1" "duplicates (b2 redelivered) / dead-lettered"
+assert_eq "$(sql "SELECT count(*) FROM dedupd.attempts")" 0 "crash-loop ledger cleaned up"
+rmq_dead_letters "$Q.letters" "$WORK/letters2"
+assert_eq "$(grep -c '^body' "$WORK/letters2")" 1 "dead letters in $Q.letters"
+assert_eq "$(grep -c '^body {"order_id":"boom2"}$' "$WORK/letters2")" 1 "the crashing message is the one dead-lettered"
+assert_eq "$(grep -c '^header dedupd.origin.offset=3$' "$WORK/letters2")" 1 "dead-lettered at delivery number 3 (shifted by b2)"
+grep -q '^header dedupd.reason=crashed or stalled dedupd 3 times (1 in a batch, 2 alone; crash loop; retry.max_crashes)$' "$WORK/letters2" ||
+        fail "boom2 not dead-lettered with the crash-loop reason: $(cat "$WORK/letters2")"
+log "ok: with the numbers shifted by one unacknowledged commit, the guard still absorbed b2 and broke boom2's loop after $crashes crashes"
