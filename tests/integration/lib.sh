@@ -86,6 +86,16 @@ topic() {
         "$KT" create -t "$1.dlq" -p 1 >/dev/null
 }
 
+# free_port: a port nothing listens on, for a server a test starts itself
+free_port() {
+        local p
+        for ((i = 0; i < 100; i++)); do
+                p=$((20000 + RANDOM % 20000))
+                (echo >"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
+        done
+        fail "no free port"
+}
+
 # config_head: the top of every test config (namespace, logs, the database)
 config_head() {
         cat <<EOF

@@ -9,15 +9,6 @@
 PROM_PID=""
 on_exit '[[ -z $PROM_PID ]] || kill "$PROM_PID" 2>/dev/null'
 
-# A port nothing listens on.
-free_port() {
-        local p
-        for ((i = 0; i < 100; i++)); do
-                p=$((20000 + RANDOM % 20000))
-                (echo >"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
-        done
-        fail "no free port"
-}
 
 T="pay_metrics_$$"
 export SEED_ACCOUNTS=50 INITIAL_BALANCE=1000

@@ -20,15 +20,6 @@ stop_servers() {
 }
 on_exit stop_servers
 
-# A port nothing listens on (as metrics.sh picks one).
-free_port() {
-        local p
-        for ((i = 0; i < 100; i++)); do
-                p=$((20000 + RANDOM % 20000))
-                (echo >"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
-        done
-        fail "no free port"
-}
 
 # nats_server NAME PORT EXTRA_CONF: a nats-server on 127.0.0.1:PORT, JetStream
 # in $WORK/NAME.store, until its client port answers with INFO

@@ -17,13 +17,7 @@ rmq_queue "$Q"
 # ext_config FILE DELAY_MS
 ext_config() {
         cat >"$1" <<YAML
-$(config_head)
-source: rabbitmq
-rabbitmq:
-  url: "\${RMQ_TEST_URL}"
-  prefetch: 100
-  heartbeat_s: 5
-  reconnect_max_ms: 500
+$(PREFETCH=100 rmq_config_head)
 topics:
   - name: $Q
     mode: external

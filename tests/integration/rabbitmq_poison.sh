@@ -23,13 +23,7 @@ rmq_define "{\"queues\":[{\"name\":\"$Q\",\"vhost\":\"/\",\"durable\":true,\"aut
  \"exchanges\":[{\"name\":\"$X\",\"vhost\":\"/\",\"type\":\"direct\",\"durable\":true,\"auto_delete\":false,\"internal\":false,\"arguments\":{}}],
  \"bindings\":[{\"source\":\"$X\",\"vhost\":\"/\",\"destination\":\"$Q.letters\",\"destination_type\":\"queue\",\"routing_key\":\"$Q.dlq\",\"arguments\":{}}]}"
 cat >"$WORK/c.yaml" <<YAML
-$(config_head)
-source: rabbitmq
-rabbitmq:
-  url: "\${RMQ_TEST_URL}"
-  prefetch: 100
-  heartbeat_s: 5
-  reconnect_max_ms: 500
+$(PREFETCH=100 rmq_config_head)
   dead_letter: {exchange: $X}
 topics:
   - name: $Q

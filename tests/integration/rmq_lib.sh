@@ -39,10 +39,9 @@ rmq_wait_empty() {
 # rmq_get QUEUE: one message's body (amqp-get), "" when the queue is empty
 rmq_get() { amqp-get --url="$RABBITMQ_URL" -q "$1" 2>/dev/null || true; }
 
-# rmq_write_config FILE QUEUE [EXTRA_TOPIC_YAML] [EXTRA_RABBITMQ_YAML]: a config for the transfer handler
-rmq_write_config() {
-        local file=$1 q=$2 extra=${3:-} rextra=${4:-}
-        cat >"$file" <<YAML
+# rmq_config_head: a test config's head with its rabbitmq: section (PREFETCH: 500)
+rmq_config_head() {
+        cat <<YAML
 $(config_head)
 source: rabbitmq
 rabbitmq:
@@ -50,6 +49,14 @@ rabbitmq:
   prefetch: ${PREFETCH:-500}
   heartbeat_s: 5
   reconnect_max_ms: 500
+YAML
+}
+
+# rmq_write_config FILE QUEUE [EXTRA_TOPIC_YAML] [EXTRA_RABBITMQ_YAML]: a config for the transfer handler
+rmq_write_config() {
+        local file=$1 q=$2 extra=${3:-} rextra=${4:-}
+        cat >"$file" <<YAML
+$(rmq_config_head)
 $rextra
 topics:
 $(transfer_topic "$q")
