@@ -1,5 +1,5 @@
 /* dedupctl: the operator's tool — check a config, migrate the schema, inspect keys, show progress,
- * replay, verify, purge expired keys, plan their storage. */
+ * replay, verify, purge expired keys, plan their storage, look after the outbox. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,6 +15,7 @@
 #include "tools/replay.h"
 #include "tools/replay_nats.h"
 #include "core/retention.h"
+#include "tools/outbox.h"
 #include "tools/plan.h"
 #include "source/kafka/topics.h"
 #include "source/nats/consumers.h"
@@ -54,8 +55,18 @@ static void usage(FILE *fp)
                 "  purge   -c FILE [--batch N] [--dry-run]\n"
                 "                         purge the namespace now, as dedupd does every purge.interval_ms:\n"
                 "                         responses past response_ttl, then DONE/FAILED/EXPIRED keys past\n"
-                "                         expires_at (never PENDING), then old progress_log rows, in\n"
-                "                         batches of N (default purge.batch); --dry-run only counts\n"
+                "                         expires_at (never PENDING), then old progress_log rows, then\n"
+                "                         outbox rows sent longer than outbox.keep ago, in batches of N\n"
+                "                         (default purge.batch); --dry-run only counts\n"
+                "  outbox  list -c FILE [--unsent] [--limit N]\n"
+                "                         outbox rows the relay gave up (with --unsent, also those still\n"
+                "                         waiting): id, state, topic, key, failures, reason, created;\n"
+                "                         at most N (default 100)\n"
+                "  outbox  retry -c FILE (ID... | --all)\n"
+                "                         put given-up rows back: the relay tries them again from a\n"
+                "                         failure count of 0; exit 1 if an ID is not a given-up row\n"
+                "  outbox  drop -c FILE (ID... | --all)\n"
+                "                         delete given-up rows (never an unsent or a sent one)\n"
                 "  plan    -c FILE --rate N/s|N/min|N/h\n"
                 "                         rows and bytes dedupd.keys holds per retention class at that\n"
                 "                         rate of new keys (row size measured, or 100 B estimated)\n"
@@ -405,6 +416,8 @@ struct args {
         const char *tables[64];     /* grant --table, repeated */
         size_t table_cnt;
         int apply;                  /* grant --apply */
+        int all, unsent;            /* outbox --all, --unsent */
+        const char *limit;          /* outbox list --limit */
 };
 
 static int parse_offset(const char *opt, const char *s, int64_t *out)
@@ -530,6 +543,13 @@ static int cmd_purge(struct config *cfg, int batch, int dry_run)
                dry_run ? "keys to delete:" : "keys deleted:", st.keys);
         printf("%-26s %" PRId64 " (older than %s)\n",
                dry_run ? "progress_log to delete:" : "progress_log deleted:", st.progress_rows, keep);
+        if (st.outbox_keep_ms > 0) {
+                config_format_duration(st.outbox_keep_ms, keep, sizeof(keep));
+                printf("%-26s %" PRId64 " (sent more than %s ago)\n",
+                       dry_run ? "outbox rows to delete:" : "outbox rows deleted:", st.outbox_rows, keep);
+        } else {
+                printf("%-26s kept (outbox.keep is 0)\n", "sent outbox rows:");
+        }
         printf("%-26s %" PRId64 " (past expires_at, never purged)\n", "PENDING keys left alone:",
                st.pending_kept);
         return 0;
@@ -552,16 +572,18 @@ static int cmd_plan(struct config *cfg, double rate)
 }
 
 /* The commands, and which options each takes. */
-enum cmd_id { CMD_CHECK, CMD_MIGRATE, CMD_INSPECT, CMD_STATS, CMD_PURGE, CMD_PLAN, CMD_REPLAY, CMD_VERIFY, CMD_GRANT };
+enum cmd_id {
+        CMD_CHECK, CMD_MIGRATE, CMD_INSPECT, CMD_STATS, CMD_PURGE, CMD_PLAN, CMD_REPLAY, CMD_VERIFY, CMD_GRANT, CMD_OUTBOX
+};
 #define ONLY(c) (1u << (c))
 static const char *const cmd_names[] = {"check", "migrate", "inspect", "stats", "purge",
-                                        "plan",  "replay",  "verify",  "grant"};
+                                        "plan",  "replay",  "verify",  "grant", "outbox"};
 #define CMD_CNT (sizeof(cmd_names) / sizeof(cmd_names[0]))
 
 enum {
         OPT_PARTITIONS = 256, OPT_TO_BEGINNING, OPT_TO_OFFSET, OPT_TO_TIME, OPT_FROM_OFFSET, OPT_FROM_TIME,
         OPT_REPRODUCE, OPT_DRY_RUN, OPT_SINCE, OPT_EXPECT_CAUGHT_UP, OPT_BATCH, OPT_RATE, OPT_PRINT,
-        OPT_OFFLINE, OPT_ROLE, OPT_TABLE, OPT_APPLY,
+        OPT_OFFLINE, OPT_ROLE, OPT_TABLE, OPT_APPLY, OPT_ALL, OPT_UNSENT, OPT_LIMIT,
 };
 static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
@@ -584,6 +606,9 @@ static const struct option opts[] = {
         {"role", required_argument, NULL, OPT_ROLE},
         {"table", required_argument, NULL, OPT_TABLE},
         {"apply", no_argument, NULL, OPT_APPLY},
+        {"all", no_argument, NULL, OPT_ALL},
+        {"unsent", no_argument, NULL, OPT_UNSENT},
+        {"limit", required_argument, NULL, OPT_LIMIT},
         {NULL, 0, NULL, 0},
 };
 
@@ -601,6 +626,9 @@ static unsigned option_scope(int opt)
         case OPT_ROLE:
         case OPT_TABLE:
         case OPT_APPLY: return ONLY(CMD_GRANT);
+        case OPT_ALL:
+        case OPT_UNSENT:
+        case OPT_LIMIT: return ONLY(CMD_OUTBOX);
         case 'c':
         case 'h': return ~0u;
         default: return ONLY(CMD_REPLAY); /* -t and the positions */
@@ -645,6 +673,9 @@ static int take_option(int opt, struct args *a)
                 a->tables[a->table_cnt++] = optarg;
                 break;
         case OPT_APPLY: a->apply = 1; break;
+        case OPT_ALL: a->all = 1; break;
+        case OPT_UNSENT: a->unsent = 1; break;
+        case OPT_LIMIT: a->limit = optarg; break;
         default: usage(stderr); return 2;
         }
         return -1;
@@ -670,6 +701,8 @@ static int parse_options(int argc, char **argv, enum cmd_id id, struct args *a)
                 fprintf(stderr, "dedupctl %s: -c FILE is required\n", cmd_names[id]);
                 return 2;
         }
+        if (id == CMD_OUTBOX)
+                return -1; /* its words are checked by outbox_parse */
         if (id == CMD_INSPECT ? optind != argc - 1 : optind != argc) {
                 fprintf(stderr, "dedupctl %s: %s\n", cmd_names[id],
                         id == CMD_INSPECT ? "expects exactly one KEY" : "unexpected argument");
@@ -708,10 +741,22 @@ static int plan_rate_of(const struct args *a, double *rate)
         return 0;
 }
 
-/* The command's arguments are checked before the config is loaded: bad usage exits 2 at once. */
-static int run_command(enum cmd_id id, const struct args *a, const char *key)
+static int outbox_opts_of(const struct args *a, int argc, char *const *argv, struct outbox_opts *o)
+{
+        char err[256];
+        if (outbox_parse(argc, argv, a->all, a->unsent, a->limit, o, err, sizeof(err))) {
+                fprintf(stderr, "dedupctl outbox: %s\n", err);
+                return -1;
+        }
+        return 0;
+}
+
+/* The command's arguments are checked before the config is loaded: bad usage exits 2 at once.
+ * words: what follows the options (inspect's KEY, outbox's ACTION [ID...]). */
+static int run_command(enum cmd_id id, const struct args *a, int nwords, char *const *words)
 {
         struct replay_opts ro;
+        struct outbox_opts oo = {0};
         int32_t *parts = NULL;
         struct config *cfg;
         double rate = 0;
@@ -722,27 +767,32 @@ static int run_command(enum cmd_id id, const struct args *a, const char *key)
                 return 2;
         }
         if ((id == CMD_PURGE && purge_batch_of(a, &batch)) || (id == CMD_PLAN && plan_rate_of(a, &rate)) ||
-            (id == CMD_REPLAY && replay_opts_from(a, &ro, &parts))) {
+            (id == CMD_REPLAY && replay_opts_from(a, &ro, &parts)) ||
+            (id == CMD_OUTBOX && outbox_opts_of(a, nwords, words, &oo))) {
                 free(parts);
+                outbox_opts_free(&oo);
                 return 2;
         }
         if (!(cfg = load(a->path))) {
                 free(parts);
+                outbox_opts_free(&oo);
                 return id == CMD_CHECK ? 1 : 2;
         }
         switch (id) {
         case CMD_CHECK: rc = cmd_check(cfg, a->print, a->offline); break;
         case CMD_MIGRATE: rc = cmd_migrate(cfg); break;
-        case CMD_INSPECT: rc = cmd_inspect(cfg, key); break;
+        case CMD_INSPECT: rc = cmd_inspect(cfg, words[0]); break;
         case CMD_STATS: rc = cmd_stats(cfg); break;
         case CMD_PURGE: rc = cmd_purge(cfg, batch, a->dry_run); break;
         case CMD_PLAN: rc = cmd_plan(cfg, rate); break;
         case CMD_REPLAY: rc = cmd_replay(cfg, &ro); break;
         case CMD_VERIFY: rc = cmd_verify(cfg, a); break;
         case CMD_GRANT: rc = cmd_grant(cfg, a->role, a->tables, a->table_cnt, a->apply); break;
+        case CMD_OUTBOX: rc = outbox_run(cfg, &oo); break;
         }
         config_free(cfg);
         free(parts);
+        outbox_opts_free(&oo);
         return rc;
 }
 
@@ -774,5 +824,5 @@ int main(int argc, char **argv)
         }
         if ((rc = parse_options(argc, argv, (enum cmd_id)id, &a)) >= 0)
                 return rc;
-        return run_command((enum cmd_id)id, &a, id == CMD_INSPECT ? argv[optind] : NULL);
+        return run_command((enum cmd_id)id, &a, argc - optind, argv + optind);
 }

@@ -134,6 +134,11 @@ struct config {
         /* outbox: */
         int outbox_interval_ms;
         int outbox_batch;
+        int outbox_max_failures;          /* failed publishes before a row is given up */
+        int outbox_retry_backoff_ms;      /* wait after a row's first failure; doubles */
+        int outbox_retry_backoff_max_ms;
+        int outbox_publish_timeout_ms;    /* longest the relay waits for the broker's answer */
+        int64_t outbox_keep_ms;           /* sent rows are purged this long after; 0: never */
         /* limits: what one message, one batch and the outbox may hold (README, Limits) */
         int limit_payload_bytes;  /* the topics' max_payload_bytes unless they set it */
         int limit_key_bytes;      /* a key's text; longer: dead letter */

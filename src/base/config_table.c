@@ -163,6 +163,23 @@ static const struct field outbox_fields[] = {
          .desc = "How often the relay looks for unsent outbox rows (it also runs after every batch that emitted)"},
         {.name = "batch", .type = F_INT, .off = COFF(outbox_batch), .def = "500", .min = 1, .max = 100000,
          .desc = "Outbox rows published per round"},
+        {.name = "max_failures", .type = F_INT, .off = COFF(outbox_max_failures), .def = "10", .min = 1,
+         .max = 1000, .reload = 1,
+         .desc = "Publishes of one row the broker refused (no such topic, exchange or stream, too large, ...) "
+                 "before the row is given up: kept with its reason, counted, listed by dedupctl outbox list. A "
+                 "broker that cannot be reached counts against no row"},
+        {.name = "retry_backoff_ms", .type = F_INT, .off = COFF(outbox_retry_backoff_ms), .def = "1000", .min = 0,
+         .max = 3600000, .reload = 1,
+         .desc = "Wait before a failed row is tried again; doubles with each failure. The rows behind it go on"},
+        {.name = "retry_backoff_max_ms", .type = F_INT, .off = COFF(outbox_retry_backoff_max_ms), .def = "300000",
+         .min = 0, .max = 86400000, .reload = 1, .desc = "Longest wait before a failed row is tried again"},
+        {.name = "publish_timeout_ms", .type = F_INT, .off = COFF(outbox_publish_timeout_ms), .def = "3000",
+         .min = 100, .max = 20000,
+         .desc = "Longest the relay waits for the broker to acknowledge a round of rows (dead letters keep "
+                 "their own, longer wait)"},
+        {.name = "keep", .type = F_DURATION, .off = COFF(outbox_keep_ms), .def = "7d", .min = 0, .reload = 1,
+         .desc = "Sent rows are purged this long after they were sent, with the keys' purge (purge.interval_ms, "
+                 "purge.batch); 0: never. Given-up rows are never purged"},
         {.name = NULL},
 };
 
@@ -186,8 +203,8 @@ static const struct field limits_fields[] = {
                  "(a batch always takes at least one message)"},
         {.name = "outbox_backlog", .type = F_INT, .off = COFF(limit_outbox_backlog), .def = "100000", .min = 0,
          .max = 1000000000,
-         .desc = "Unsent outbox rows at which every topic pauses fetching until the relay has published below "
-                 "it again (0: never pause)"},
+         .desc = "Unsent outbox rows (given-up ones not counted) at which every topic pauses fetching until the "
+                 "relay has published below it again (0: never pause)"},
         {.name = NULL},
 };
 
@@ -295,7 +312,7 @@ const struct field config_top_fields[] = {
          .desc = "The topics to consume, one entry each"},
         {.name = "retention_classes", .type = F_CLASSES, .sub = config_class_fields,
          .desc = "Named retention classes (design section 8); a topic names one with retention:"},
-        {.name = "purge", .type = F_SECTION, .sub = purge_fields, .desc = "Deleting expired keys"},
+        {.name = "purge", .type = F_SECTION, .sub = purge_fields, .desc = "Deleting expired keys and sent outbox rows"},
         {.name = "outbox", .type = F_SECTION, .sub = outbox_fields, .desc = "The outbox relay"},
         {.name = "http", .type = F_SECTION, .sub = http_fields, .desc = "Metrics and health endpoints"},
         {.name = "limits", .type = F_SECTION, .sub = limits_fields,

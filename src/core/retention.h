@@ -1,4 +1,4 @@
-/* retention: when keys and progress rows may go, the daemon's purge schedule, and the rule a class must keep against its topic. */
+/* retention: when keys, progress rows and sent outbox rows may go, the daemon's purge schedule, and the rule a class must keep against its topic. */
 #ifndef DEDUPD_RETENTION_H
 #define DEDUPD_RETENTION_H
 
@@ -21,7 +21,9 @@
  * response_expires_at (key and fingerprint stay), then deletes DONE, FAILED
  * and EXPIRED keys past expires_at — never a PENDING one, never a key
  * without expires_at — then progress_log rows older than the longest
- * class's keep. Returns 0, or -1 with a message (counts so far in st).
+ * class's keep, then outbox rows sent more than outbox.keep ago (never an
+ * unsent or given-up one). Returns 0, or -1 with a message (counts so far
+ * in st).
  */
 int retention_purge(struct store *s, const struct config *cfg, int batch, struct purge_stats *st,
                     char *err, size_t errsz) __attribute__((warn_unused_result));

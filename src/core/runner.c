@@ -75,6 +75,9 @@ struct runner {
         int64_t db_retry_at; /* next reconnection attempt */
         int db_backoff_ms;
         int64_t outbox_unsent; /* >= limits.outbox_backlog: every topic waits for the relay; else -1 */
+        int64_t relay_retry_at; /* the broker did not answer the relay: no round before then */
+        int relay_backoff_ms;   /* the wait after the next such round; 0: none yet */
+        struct log_ratelimit rl_relay;
         struct log_ratelimit rl_db;
         int64_t last_stats_ms;
         struct pl_stats last_stats;
@@ -486,32 +489,71 @@ static void outbox_behind(struct runner *r)
         r->outbox_unsent = unsent;
 }
 
+/* The relay could not reach the broker (rows left unsent): no round until
+ * a backoff has passed, doubling up to RELAY_BACKOFF_MAX_MS. No row is
+ * counted for it: an outage is nobody's row's fault. */
+#define RELAY_BACKOFF_MAX_MS 30000
+static void relay_stalled(struct runner *r, const struct relay_round *rd)
+{
+        int first = r->cfg->outbox_retry_backoff_ms > r->cfg->outbox_interval_ms ? r->cfg->outbox_retry_backoff_ms
+                                                                               : r->cfg->outbox_interval_ms;
+        r->relay_backoff_ms = !r->relay_backoff_ms ? first : r->relay_backoff_ms * 2;
+        if (r->relay_backoff_ms > RELAY_BACKOFF_MAX_MS)
+                r->relay_backoff_ms = RELAY_BACKOFF_MAX_MS;
+        r->relay_retry_at = log_now_ms() + r->relay_backoff_ms;
+        log_limited(&r->rl_relay, 1, 30000, LOG_WARN, "outbox",
+                    "relay: %zu row(s) not published: %s; they wait, trying again in %d ms", rd->unsent,
+                    rd->unsent_reason, r->relay_backoff_ms);
+}
+
+/* One relay pass: rounds while they come back full and clean. A round with
+ * a failure ends the pass (its rows wait in their backoff; the next pass,
+ * an interval later, takes the rows behind them). 1 when rows were left. */
+static int relay_rounds(struct runner *r)
+{
+        char err[512];
+        for (int round = 0; round < 100; round++) {
+                struct relay_round rd;
+                if (relay_run(r->store, &r->sink, r->cfg, &rd, err, sizeof(err))) {
+                        log_warn("outbox", "relay: %s (rows stay unsent and are retried)", err);
+                        return 1;
+                }
+                if (rd.sent)
+                        log_debug("outbox", "published %zu message(s)", rd.sent);
+                if (rd.unsent) {
+                        relay_stalled(r, &rd);
+                        return 1;
+                }
+                if (r->relay_backoff_ms) {
+                        log_ratelimit_flush(&r->rl_relay);
+                        log_info("outbox", "relay: the broker takes rows again");
+                }
+                r->relay_backoff_ms = 0;
+                if (rd.failed)
+                        return 1;
+                if (rd.taken < (size_t)r->cfg->outbox_batch)
+                        return 0;
+        }
+        return 1;
+}
+
 /* Publish what committed batches wrote to the outbox: right after a batch
- * that wrote some, and every outbox.interval_ms for rows a crash left behind. */
+ * that wrote some, and every outbox.interval_ms for rows a crash left behind
+ * or whose backoff ended. */
 static void relay(struct runner *r, int force)
 {
         int64_t now = log_now_ms();
-        char err[512];
-        if (!store_ok(r->store))
+        if (!store_ok(r->store) || now < r->relay_retry_at)
                 return;
         if (!force && now - r->last_relay_ms < r->cfg->outbox_interval_ms)
                 return;
         r->last_relay_ms = now;
-        for (int round = 0; round < 100; round++) {
-                int n = relay_run(r->store, &r->sink, r->cfg->namespace, r->cfg->outbox_batch, err, sizeof(err));
-                if (n < 0) {
-                        log_warn("outbox", "relay: %s (rows stay unsent and are retried)", err);
-                        outbox_behind(r);
-                        return;
-                }
-                if (n)
-                        log_debug("outbox", "published %d message(s)", n);
-                if (n < r->cfg->outbox_batch) {
-                        outbox_drained(r);
-                        return;
-                }
-        }
-        outbox_behind(r);
+        /* While paused, every pass counts again: rows waiting in a backoff
+         * still hold the topics, given-up ones no longer do. */
+        if (relay_rounds(r) || r->outbox_unsent >= 0)
+                outbox_behind(r);
+        else
+                outbox_drained(r);
 }
 
 static void log_stats(struct runner *r)
@@ -556,6 +598,7 @@ static void read_gauges(struct runner *r, int64_t now)
         if (store_read_gauges(r->store, r->cfg->namespace, &g, err, sizeof(err)) == STORE_OK) {
                 metrics_pending((uint64_t)g.pending, g.pending_oldest_s);
                 metrics_outbox_backlog((uint64_t)g.outbox_unsent);
+                metrics_outbox_given_up_rows((uint64_t)g.outbox_given_up);
         } else {
                 log_debug("runner", "reading the gauges: %s", err);
         }
@@ -630,6 +673,7 @@ void runner_free(struct runner *r)
         if (!r)
                 return;
         log_ratelimit_flush(&r->rl_db);
+        log_ratelimit_flush(&r->rl_relay);
         for (size_t t = 0; t < r->cfg->topic_cnt; t++)
                 free(r->bufs[t].msgs);
         free(r->bufs);

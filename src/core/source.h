@@ -106,12 +106,27 @@ struct source_events {
         void *opaque;
 };
 
-/** How the protocol publishes. Each call returns 0 only once the broker
- *  has acknowledged every record. */
+/** What became of one record the relay asked a sink to publish. */
+enum sink_fate {
+        SINK_ACKED = 0, /* the broker has it */
+        SINK_FAILED,    /* the broker refused this record (no such topic, exchange or stream, too large, ...) */
+        SINK_UNSENT,    /* not tried, or the broker could not be reached or did not answer: not this record's fault */
+};
+
+struct sink_outcome {
+        enum sink_fate fate;
+        char reason[256]; /* FAILED, UNSENT: why, in words */
+};
+
+/** How the protocol publishes. */
 struct sink {
-        int (*publish)(void *opaque, const struct record *recs, size_t n, char *err, size_t errsz);
+        /** The outbox: publish each record and set out[i] to what became of
+         *  recs[i], waiting at most about outbox.publish_timeout_ms for the
+         *  broker's answers. One record's refusal never stops the others;
+         *  a broker that cannot be reached leaves the rest UNSENT. */
+        void (*publish)(void *opaque, const struct record *recs, size_t n, struct sink_outcome *out);
         /** msgs unchanged plus dedupd's headers (reason, origin, key) to the
-         *  dead-letter topic. */
+         *  dead-letter topic; 0 only once the broker has acknowledged every one. */
         int (*dead_letter)(void *opaque, const char *dlq_topic, const char *ns, struct pl_msg *const *msgs,
                            size_t n, char *err, size_t errsz);
         void *opaque;

@@ -23,6 +23,11 @@ enum family {
         TAKEOVERS,
         EXPIRED,
         OUTBOX_BACKLOG,
+        OUTBOX_PUBLISHED,
+        OUTBOX_FAILURES,
+        OUTBOX_GIVEN_UP_TOTAL,
+        OUTBOX_GIVEN_UP,
+        OUTBOX_PURGED,
         PURGED_KEYS,
         PURGED_RESPONSES,
         PURGE_LAST,
@@ -68,7 +73,17 @@ static const struct metric_def defs[FAMILIES] = {
                        .help = "External mode: PENDING keys the reaper marked EXPIRED",
                        .labels = {"topic"}},
         [OUTBOX_BACKLOG] = {.name = "dedupd_outbox_backlog", .type = METRIC_GAUGE,
-                       .help = "Outbox rows committed but not yet published"},
+                       .help = "Outbox rows committed but not yet published (given-up rows not counted)"},
+        [OUTBOX_PUBLISHED] = {.name = "dedupd_outbox_published_total", .type = METRIC_COUNTER,
+                       .help = "Outbox rows the broker acknowledged, marked sent"},
+        [OUTBOX_FAILURES] = {.name = "dedupd_outbox_publish_failures_total", .type = METRIC_COUNTER,
+                       .help = "Publishes of an outbox row the broker refused (each retried after a backoff, or given up)"},
+        [OUTBOX_GIVEN_UP_TOTAL] = {.name = "dedupd_outbox_given_up_total", .type = METRIC_COUNTER,
+                       .help = "Outbox rows given up after outbox.max_failures failed publishes"},
+        [OUTBOX_GIVEN_UP] = {.name = "dedupd_outbox_given_up", .type = METRIC_GAUGE,
+                       .help = "Outbox rows given up and kept, waiting for dedupctl outbox retry or drop"},
+        [OUTBOX_PURGED] = {.name = "dedupd_outbox_purged_total", .type = METRIC_COUNTER,
+                       .help = "Sent outbox rows deleted by purge after outbox.keep"},
         [PURGED_KEYS] = {.name = "dedupd_purged_keys_total", .type = METRIC_COUNTER,
                        .help = "Expired keys deleted by purge"},
         [PURGED_RESPONSES] = {.name = "dedupd_purged_responses_total", .type = METRIC_COUNTER,
@@ -182,10 +197,19 @@ void metrics_expired(const char *topic, uint64_t n) { inc(EXPIRED, (const char *
 
 void metrics_outbox_backlog(uint64_t rows) { set(OUTBOX_BACKLOG, NULL, (double)rows); }
 
-void metrics_purge(uint64_t keys, uint64_t responses, double unix_time)
+void metrics_outbox_given_up_rows(uint64_t rows) { set(OUTBOX_GIVEN_UP, NULL, (double)rows); }
+
+void metrics_outbox_published(uint64_t rows) { inc(OUTBOX_PUBLISHED, NULL, (double)rows); }
+
+void metrics_outbox_failed(uint64_t rows) { inc(OUTBOX_FAILURES, NULL, (double)rows); }
+
+void metrics_outbox_given_up(uint64_t rows) { inc(OUTBOX_GIVEN_UP_TOTAL, NULL, (double)rows); }
+
+void metrics_purge(uint64_t keys, uint64_t responses, uint64_t outbox_rows, double unix_time)
 {
         inc(PURGED_KEYS, NULL, (double)keys);
         inc(PURGED_RESPONSES, NULL, (double)responses);
+        inc(OUTBOX_PURGED, NULL, (double)outbox_rows);
         set(PURGE_LAST, NULL, unix_time);
 }
 

@@ -32,10 +32,15 @@ void metrics_quarantine(const char *topic);
 /** External mode: a lease taken over from an owner that did not finish; keys the reaper expired. */
 void metrics_takeover(const char *topic);
 void metrics_expired(const char *topic, uint64_t n);
-/** Rows in the outbox not yet published. */
+/** Rows in the outbox not yet published (given-up ones not counted), and given up. */
 void metrics_outbox_backlog(uint64_t rows);
-/** A purge run: keys deleted and responses cleared; the time it finished. */
-void metrics_purge(uint64_t keys, uint64_t responses, double unix_time);
+void metrics_outbox_given_up_rows(uint64_t rows);
+/** A relay round: rows acknowledged, publishes refused, rows given up. */
+void metrics_outbox_published(uint64_t rows);
+void metrics_outbox_failed(uint64_t rows);
+void metrics_outbox_given_up(uint64_t rows);
+/** A purge run: keys deleted, responses cleared, sent outbox rows deleted; the time it finished. */
+void metrics_purge(uint64_t keys, uint64_t responses, uint64_t outbox_rows, double unix_time);
 /** PENDING keys (external mode) and the age of the oldest, in seconds. */
 void metrics_pending(uint64_t keys, double oldest_age);
 /** Whether the instance is ready (as /readyz says). */

@@ -1,4 +1,4 @@
-/* outbox: the statements on dedupd.outbox — a message written in the effect's transaction, taken and marked sent by the relay. */
+/* outbox: the relay's statements on dedupd.outbox — a message written in the effect's transaction, taken, and settled row by row as the broker answered. */
 #include "pg/outbox.h"
 
 #include "base/mem.h"
@@ -114,7 +114,8 @@ enum store_rc store_outbox_take(struct store *s, const char *ns, int limit, stru
                          " value IS NULL, array_to_json(header_names),"
                          " (SELECT coalesce(json_agg(encode(v, 'hex')), '[]') FROM unnest(header_values) v),"
                          " idem_key"
-                         " FROM dedupd.outbox WHERE namespace = $1 AND sent_at IS NULL"
+                         " FROM dedupd.outbox WHERE namespace = $1 AND sent_at IS NULL AND given_up_at IS NULL"
+                         " AND (retry_at IS NULL OR retry_at <= now())"
                          " ORDER BY id LIMIT $2::int FOR UPDATE SKIP LOCKED",
                          2, params, &r, err, errsz);
         if (rc)
@@ -127,17 +128,55 @@ enum store_rc store_outbox_take(struct store *s, const char *ns, int limit, stru
         return STORE_OK;
 }
 
-enum store_rc store_outbox_sent(struct store *s, const struct outbox_row *rows, size_t n, char *err,
-                                size_t errsz)
+/* $1 ids, $2 reasons (NULL: sent), $3 first backoff (ms), $4 longest, $5
+ * failures that give a row up. In SET, o.failures is the count before this
+ * failure; in RETURNING, after it. */
+static const char *const sql_settle =
+        "UPDATE dedupd.outbox o SET"
+        " sent_at = CASE WHEN u.reason IS NULL THEN now() END,"
+        " failures = o.failures + CASE WHEN u.reason IS NULL THEN 0 ELSE 1 END,"
+        " last_error = coalesce(u.reason, o.last_error),"
+        " retry_at = CASE WHEN u.reason IS NOT NULL AND o.failures + 1 < $5::int"
+        "   THEN now() + least($3::float8 * power(2, least(o.failures, 40)), $4::float8) * interval '1 millisecond' END,"
+        " given_up_at = CASE WHEN u.reason IS NOT NULL AND o.failures + 1 >= $5::int THEN now() END"
+        " FROM unnest($1::bigint[], $2::text[]) AS u(id, reason)"
+        " WHERE o.id = u.id"
+        " RETURNING o.id, o.failures, o.given_up_at IS NOT NULL, u.reason IS NOT NULL";
+
+enum store_rc store_outbox_settle(struct store *s, const struct outbox_answer *answers, size_t n,
+                                  const struct outbox_retry *rp, struct outbox_failure **failed, size_t *nfailed,
+                                  char *err, size_t errsz)
 {
-        struct store_array ids = {0};
-        for (size_t i = 0; i < n; i++)
-                store_array_int(&ids, rows[i].id);
-        const char *params[1] = {store_array_finish(&ids)};
-        enum store_rc rc = store_query(s, "UPDATE dedupd.outbox SET sent_at = now() WHERE id = ANY($1::bigint[])",
-                                       1, params, NULL, err, errsz);
+        struct store_array ids = {0}, reasons = {0};
+        char first[24], longest[24], max[16];
+        PGresult *r = NULL;
+
+        *failed = NULL;
+        *nfailed = 0;
+        for (size_t i = 0; i < n; i++) {
+                store_array_int(&ids, answers[i].id);
+                store_array_text(&reasons, answers[i].error);
+        }
+        snprintf(first, sizeof(first), "%d", rp->backoff_ms);
+        snprintf(longest, sizeof(longest), "%d", rp->backoff_max_ms);
+        snprintf(max, sizeof(max), "%d", rp->max_failures);
+        const char *params[5] = {store_array_finish(&ids), store_array_finish(&reasons), first, longest, max};
+        enum store_rc rc = store_query(s, sql_settle, 5, params, &r, err, errsz);
         store_array_free(&ids);
-        return rc;
+        store_array_free(&reasons);
+        if (rc)
+                return rc;
+        *failed = xcalloc((size_t)PQntuples(r) + 1, sizeof(**failed));
+        for (int i = 0; i < PQntuples(r); i++) {
+                if (strcmp(PQgetvalue(r, i, 3), "t"))
+                        continue; /* sent */
+                struct outbox_failure *f = &(*failed)[(*nfailed)++];
+                f->id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+                f->failures = atoi(PQgetvalue(r, i, 1));
+                f->given_up = !strcmp(PQgetvalue(r, i, 2), "t");
+        }
+        PQclear(r);
+        return STORE_OK;
 }
 
 void store_outbox_rows_free(struct outbox_row *rows, size_t n)

@@ -1,4 +1,4 @@
-/* purge: the statements that end a key's life — expired responses, expired keys, old progress — and the table's size. */
+/* purge: the statements that end a key's life — expired responses, expired keys, old progress, sent outbox rows — and the table's size. */
 #include "pg/purge.h"
 
 #include <inttypes.h>
@@ -47,6 +47,18 @@ static const char *const sql_delete_progress =
         " WHERE namespace = $1 AND committed_at < now() - $3::bigint * interval '1 millisecond'"
         " ORDER BY committed_at LIMIT $2::int FOR UPDATE SKIP LOCKED))";
 
+/* Sent outbox rows older than the keep in parameter KEEP (ms): oldest first
+ * along outbox_sent; an unsent or given-up row is never touched. */
+#define OUTBOX_SENT_BEFORE(KEEP) \
+        "namespace = $1 AND sent_at IS NOT NULL AND sent_at < now() - " KEEP "::bigint * interval '1 millisecond'"
+/* $1 namespace, $2 batch, $3 keep (ms). */
+static const char *const sql_delete_outbox =
+        "DELETE FROM dedupd.outbox WHERE id = ANY(ARRAY("
+        " SELECT id FROM dedupd.outbox WHERE " OUTBOX_SENT_BEFORE("$3")
+        " ORDER BY sent_at LIMIT $2::int FOR UPDATE SKIP LOCKED))";
+/* $1 namespace, $2 keep (ms). */
+static const char *const sql_count_outbox = "SELECT count(*) FROM dedupd.outbox WHERE " OUTBOX_SENT_BEFORE("$2");
+
 static const char *const sql_count =
         "SELECT"
         " (SELECT count(*) FROM dedupd.keys WHERE " RESPONSE_EXPIRED "),"
@@ -84,17 +96,19 @@ static int purge_loop(struct store *s, const char *sql, int nparams, const char 
         }
 }
 
-int store_purge(struct store *s, const char *ns, int batch, int64_t progress_keep_ms, int64_t deadline_ms,
-                struct purge_stats *st, char *err, size_t errsz)
+int store_purge(struct store *s, const char *ns, int batch, int64_t progress_keep_ms, int64_t outbox_keep_ms,
+                int64_t deadline_ms, struct purge_stats *st, char *err, size_t errsz)
 {
-        char b[16], keep[24];
-        const char *params[3] = {ns, b, keep};
+        char b[16], keep[24], okeep[24];
+        const char *params[3] = {ns, b, keep}, *oparams[3] = {ns, b, okeep};
         PGresult *r = NULL;
 
         memset(st, 0, sizeof(*st));
         st->progress_keep_ms = progress_keep_ms;
+        st->outbox_keep_ms = outbox_keep_ms;
         snprintf(b, sizeof(b), "%d", batch);
         snprintf(keep, sizeof(keep), "%" PRId64, progress_keep_ms);
+        snprintf(okeep, sizeof(okeep), "%" PRId64, outbox_keep_ms);
         if (purge_loop(s, sql_drop_responses, 2, params, batch, deadline_ms, &st->responses, st, err,
                        errsz))
                 return -1;
@@ -103,6 +117,9 @@ int store_purge(struct store *s, const char *ns, int batch, int64_t progress_kee
                 return -1;
         if (!st->more && purge_loop(s, sql_delete_progress, 3, params, batch, deadline_ms,
                                     &st->progress_rows, st, err, errsz))
+                return -1;
+        if (!st->more && outbox_keep_ms > 0 &&
+            purge_loop(s, sql_delete_outbox, 3, oparams, batch, deadline_ms, &st->outbox_rows, st, err, errsz))
                 return -1;
         if (!deadline_ms) {
                 if (store_query(s, sql_pending_kept, 1, params, &r, err, errsz))
@@ -113,8 +130,24 @@ int store_purge(struct store *s, const char *ns, int batch, int64_t progress_kee
         return 0;
 }
 
-int store_purge_count(struct store *s, const char *ns, int64_t progress_keep_ms, struct purge_stats *st,
-                      char *err, size_t errsz)
+static int count_outbox(struct store *s, const char *ns, int64_t keep_ms, int64_t *n, char *err, size_t errsz)
+{
+        char keep[24];
+        const char *params[2] = {ns, keep};
+        PGresult *r = NULL;
+        *n = 0;
+        if (keep_ms <= 0)
+                return 0;
+        snprintf(keep, sizeof(keep), "%" PRId64, keep_ms);
+        if (store_query(s, sql_count_outbox, 2, params, &r, err, errsz))
+                return -1;
+        *n = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        PQclear(r);
+        return 0;
+}
+
+int store_purge_count(struct store *s, const char *ns, int64_t progress_keep_ms, int64_t outbox_keep_ms,
+                      struct purge_stats *st, char *err, size_t errsz)
 {
         char keep[24];
         const char *params[2] = {ns, keep};
@@ -122,6 +155,9 @@ int store_purge_count(struct store *s, const char *ns, int64_t progress_keep_ms,
 
         memset(st, 0, sizeof(*st));
         st->progress_keep_ms = progress_keep_ms;
+        st->outbox_keep_ms = outbox_keep_ms;
+        if (count_outbox(s, ns, outbox_keep_ms, &st->outbox_rows, err, errsz))
+                return -1;
         snprintf(keep, sizeof(keep), "%" PRId64, progress_keep_ms);
         if (store_query(s, sql_count, 2, params, &r, err, errsz))
                 return -1;

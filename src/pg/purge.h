@@ -1,4 +1,4 @@
-/* purge: the statements that end a key's life — expired responses, expired keys, old progress — and the table's size. */
+/* purge: the statements that end a key's life — expired responses, expired keys, old progress, sent outbox rows — and the table's size. */
 #ifndef DEDUPD_PG_PURGE_H
 #define DEDUPD_PG_PURGE_H
 
@@ -14,6 +14,8 @@ struct purge_stats {
         int64_t progress_rows;    /* progress_log rows older than progress_keep_ms deleted */
         int64_t pending_kept;     /* PENDING keys past expires_at, left alone */
         int64_t progress_keep_ms; /* how old a progress_log row must be to go */
+        int64_t outbox_rows;      /* sent outbox rows deleted: sent longer than outbox_keep_ms ago */
+        int64_t outbox_keep_ms;   /* 0: sent outbox rows are kept */
         int64_t statements;       /* batches run */
         int more;                 /* stopped by its deadline with work left */
 };
@@ -25,16 +27,18 @@ struct purge_stats {
  * twice. First responses past response_expires_at (key and fingerprint
  * stay), then DONE, FAILED and EXPIRED keys past expires_at — never a
  * PENDING one, never a key without expires_at — then progress_log rows older
- * than progress_keep_ms. Stops when deadline_ms (log_now_ms clock) passes,
- * with st->more set; deadline_ms 0: no deadline, and pending_kept counted.
- * Returns 0, or -1 with a message (counts so far in st).
+ * than progress_keep_ms, then outbox rows sent more than outbox_keep_ms ago
+ * (0: none; never an unsent or given-up row). Stops when deadline_ms
+ * (log_now_ms clock) passes, with st->more set; deadline_ms 0: no deadline,
+ * and pending_kept counted. Returns 0, or -1 with a message (counts so far
+ * in st).
  */
-int store_purge(struct store *s, const char *ns, int batch, int64_t progress_keep_ms, int64_t deadline_ms,
-                struct purge_stats *st, char *err, size_t errsz) __attribute__((warn_unused_result));
+int store_purge(struct store *s, const char *ns, int batch, int64_t progress_keep_ms, int64_t outbox_keep_ms,
+                int64_t deadline_ms, struct purge_stats *st, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 /** Count what store_purge would take now. */
-int store_purge_count(struct store *s, const char *ns, int64_t progress_keep_ms, struct purge_stats *st,
-                      char *err, size_t errsz) __attribute__((warn_unused_result));
+int store_purge_count(struct store *s, const char *ns, int64_t progress_keep_ms, int64_t outbox_keep_ms,
+                      struct purge_stats *st, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 /** How large dedupd.keys is (table, indexes and TOAST). */
 struct keys_size {

@@ -103,6 +103,18 @@ static const char *const migrations[] = {
         /* 6: a key stored as sha256:<hex> (longer than 512 bytes) keeps its
          *    text, for dedupctl inspect; NULL for a key stored as it is */
         "ALTER TABLE dedupd.keys ADD COLUMN IF NOT EXISTS key_text text;",
+        /* 7: an outbox row the broker refuses is retried with backoff, then
+         *    given up, and never holds back the rows behind it; sent rows are
+         *    purged by age (outbox.keep) */
+        "ALTER TABLE dedupd.outbox ADD COLUMN IF NOT EXISTS failures integer NOT NULL DEFAULT 0;"
+        "ALTER TABLE dedupd.outbox ADD COLUMN IF NOT EXISTS last_error text;"
+        "ALTER TABLE dedupd.outbox ADD COLUMN IF NOT EXISTS retry_at timestamptz;"
+        "ALTER TABLE dedupd.outbox ADD COLUMN IF NOT EXISTS given_up_at timestamptz;"
+        "DROP INDEX IF EXISTS dedupd.outbox_unsent;"
+        "CREATE INDEX IF NOT EXISTS outbox_unsent ON dedupd.outbox (namespace, id)"
+        "  WHERE sent_at IS NULL AND given_up_at IS NULL;"
+        "CREATE INDEX IF NOT EXISTS outbox_given_up ON dedupd.outbox (namespace, id) WHERE given_up_at IS NOT NULL;"
+        "CREATE INDEX IF NOT EXISTS outbox_sent ON dedupd.outbox (namespace, sent_at) WHERE sent_at IS NOT NULL;",
 };
 #define MIGRATION_CNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -220,12 +232,16 @@ static const struct schema_column {
         {"offsets", "topic", "text", 0},
         {"offsets", "updated_at", "timestamp with time zone", 0},
         {"outbox", "created_at", "timestamp with time zone", 0},
+        {"outbox", "failures", "integer", 0}, /* publishes the broker refused since the last retry */
+        {"outbox", "given_up_at", "timestamp with time zone", 1}, /* set: no more attempts (dedupctl outbox retry) */
         {"outbox", "header_names", "ARRAY", 0},
         {"outbox", "header_values", "ARRAY", 0},
         {"outbox", "id", "bigint", 0},
         {"outbox", "idem_key", "text", 1},
         {"outbox", "key", "bytea", 1},
+        {"outbox", "last_error", "text", 1}, /* why the last publish failed */
         {"outbox", "namespace", "text", 0},
+        {"outbox", "retry_at", "timestamp with time zone", 1}, /* a failed row waits until then */
         {"outbox", "sent_at", "timestamp with time zone", 1}, /* NULL until the broker acknowledged it */
         {"outbox", "topic", "text", 0},
         {"outbox", "value", "bytea", 1},

@@ -15,14 +15,23 @@
 #include "source/kafka/topics.h"
 
 #define ACK_TIMEOUT_MS 30000
+/* librdkafka fails a timed-out message on its next timeout scan (about once
+ * a second): the relay waits that much past message.timeout.ms. */
+#define SCAN_SLACK_MS 1500
 
-struct producer {
+/* One librdkafka producer, and the delivery results of its call in progress.
+ * A report for an older call (after a timeout) carries an older generation
+ * and is ignored. */
+struct lane {
         rd_kafka_t *rk;
-        /* Delivery results of the call in progress. A report for an older
-         * call (after a timeout) carries an older generation and is ignored. */
         uint32_t gen;
         rd_kafka_resp_err_t *results;
         size_t pending;
+};
+
+struct producer {
+        struct lane dlq;            /* dead letters: as long as they need (ACK_TIMEOUT_MS) */
+        struct lane relay;          /* the outbox: message.timeout.ms is outbox.publish_timeout_ms; made at first use */
         int64_t max_bytes;          /* message.max.bytes in effect */
         const struct config *cfg;   /* for the dead-letter topics' limits */
         const int64_t *dlq_max_bytes; /* per config topic: its DLQ's max.message.bytes, -1 unknown */
@@ -30,15 +39,15 @@ struct producer {
 
 static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
-        struct producer *q = opaque;
+        struct lane *l = opaque;
         uintptr_t tag = (uintptr_t)m->_private;
         uint32_t gen = (uint32_t)(tag >> 32);
         size_t idx = (size_t)(tag & 0xffffffffu);
         (void)rk;
-        if (gen != q->gen || !q->results)
+        if (gen != l->gen || !l->results)
                 return;
-        q->results[idx] = m->err;
-        q->pending--;
+        l->results[idx] = m->err;
+        l->pending--;
 }
 
 /* Whatever dedupd can consume it must be able to dead-letter: librdkafka's
@@ -66,131 +75,209 @@ static int64_t smallest_batch(const struct config *cfg, const int64_t *dlq_max_b
         return b;
 }
 
+/* A producer for lane l: the kafka: map, dedupd's own settings, and
+ * message_timeout_ms; NULL with err. */
+static rd_kafka_t *lane_open(struct producer *q, struct lane *l, int message_timeout_ms, char *err, size_t errsz)
+{
+        rd_kafka_conf_t *conf = kafka_conf(q->cfg, KAFKA_ROLE_CLIENT, NULL, err, errsz);
+        const char *user_prop = kafka_property(q->cfg, "topic.metadata.propagation.max.ms");
+        char size[24], timeout[24], propagation[24];
+        rd_kafka_t *rk;
+
+        if (!conf)
+                return NULL;
+        snprintf(size, sizeof(size), "%" PRId64, q->max_bytes);
+        if (!kafka_user_set(q->cfg, "message.max.bytes") &&
+            rd_kafka_conf_set(conf, "message.max.bytes", size, err, errsz))
+                goto error;
+        /* A batch of several dead letters must fit the smallest dead-letter
+         * topic the broker told of. */
+        snprintf(size, sizeof(size), "%" PRId64, smallest_batch(q->cfg, q->dlq_max_bytes));
+        if (!kafka_user_set(q->cfg, "batch.size") && rd_kafka_conf_set(conf, "batch.size", size, err, errsz))
+                goto error;
+        /* A topic that does not exist (a dead-letter topic deleted while
+         * running, a reply topic nobody created) fails its records after
+         * this, not after message.timeout.ms: the topic waiting on it backs
+         * off sooner and says why. Within the timeout, so that the relay
+         * can tell a refused record from a broker that does not answer. */
+        int prop_ms = user_prop ? atoi(user_prop) : 5000;
+        if (prop_ms > message_timeout_ms / 2)
+                prop_ms = message_timeout_ms / 2;
+        snprintf(propagation, sizeof(propagation), "%d", prop_ms);
+        if ((!user_prop || l == &q->relay) &&
+            rd_kafka_conf_set(conf, "topic.metadata.propagation.max.ms", propagation, err, errsz))
+                goto error;
+        /* Idempotent: a retried produce never duplicates inside the broker. */
+        snprintf(timeout, sizeof(timeout), "%d", message_timeout_ms);
+        if (rd_kafka_conf_set(conf, "enable.idempotence", "true", err, errsz) ||
+            rd_kafka_conf_set(conf, "acks", "all", err, errsz) ||
+            rd_kafka_conf_set(conf, "linger.ms", "5", err, errsz) ||
+            rd_kafka_conf_set(conf, "message.timeout.ms", timeout, err, errsz))
+                goto error;
+        rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
+        rd_kafka_conf_set_opaque(conf, l);
+        if (!(rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, errsz)))
+                goto error;
+        return rk; /* conf is now owned by rk */
+error:
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+}
+
 struct producer *producer_new(const struct config *cfg, const int64_t *dlq_max_bytes, char *err,
                               size_t errsz)
 {
         struct producer *q = xcalloc(1, sizeof(*q));
-        rd_kafka_conf_t *conf = kafka_conf(cfg, KAFKA_ROLE_CLIENT, NULL, err, errsz);
         const char *user_max = kafka_property(cfg, "message.max.bytes");
-        char size[24];
 
-        if (!conf) {
-                free(q);
-                return NULL;
-        }
         q->cfg = cfg;
         q->dlq_max_bytes = dlq_max_bytes;
         q->max_bytes = user_max ? strtoll(user_max, NULL, 10) : wanted_max_bytes(cfg, dlq_max_bytes);
-        snprintf(size, sizeof(size), "%" PRId64, q->max_bytes);
-        if (!user_max && rd_kafka_conf_set(conf, "message.max.bytes", size, err, errsz))
-                goto error;
-        /* A batch of several dead letters must fit the smallest dead-letter
-         * topic the broker told of. */
-        snprintf(size, sizeof(size), "%" PRId64, smallest_batch(cfg, dlq_max_bytes));
-        if (!kafka_user_set(cfg, "batch.size") && rd_kafka_conf_set(conf, "batch.size", size, err, errsz))
-                goto error;
-        /* A topic that does not exist (a dead-letter topic deleted while
-         * running) fails its records after this, not after message.timeout.ms:
-         * the topic waiting on it backs off sooner and says why. */
-        if (!kafka_user_set(cfg, "topic.metadata.propagation.max.ms") &&
-            rd_kafka_conf_set(conf, "topic.metadata.propagation.max.ms", "5000", err, errsz))
-                goto error;
-        /* Idempotent: a retried produce never duplicates inside the broker. */
-        if (rd_kafka_conf_set(conf, "enable.idempotence", "true", err, errsz) ||
-            rd_kafka_conf_set(conf, "acks", "all", err, errsz) ||
-            rd_kafka_conf_set(conf, "linger.ms", "5", err, errsz) ||
-            rd_kafka_conf_set(conf, "message.timeout.ms", "25000", err, errsz))
-                goto error;
-        rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
-        rd_kafka_conf_set_opaque(conf, q);
-        q->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, errsz);
-        if (!q->rk)
-                goto error;
-        /* conf is now owned by rk */
+        if (!(q->dlq.rk = lane_open(q, &q->dlq, 25000, err, errsz))) {
+                free(q);
+                return NULL;
+        }
         return q;
-error:
-        rd_kafka_conf_destroy(conf);
-        free(q);
-        return NULL;
+}
+
+static void lane_close(struct lane *l)
+{
+        if (l->rk) {
+                rd_kafka_flush(l->rk, 5000);
+                l->gen++;
+                rd_kafka_destroy(l->rk);
+                l->rk = NULL;
+        }
+        free(l->results);
+        l->results = NULL;
 }
 
 void producer_free(struct producer *q)
 {
         if (!q)
                 return;
-        if (q->rk) {
-                rd_kafka_flush(q->rk, 5000);
-                q->gen++;
-                rd_kafka_destroy(q->rk);
-        }
-        free(q->results);
+        lane_close(&q->relay);
+        lane_close(&q->dlq);
         free(q);
 }
 
-static int publish(void *opaque, const struct record *recs, size_t n, char *err, size_t errsz)
+/* Produce every record on lane l and wait up to wait_ms for the reports:
+ * l->results[i] is each one's (RD_KAFKA_RESP_ERR__IN_PROGRESS: none came).
+ * Returns the number still unreported. */
+static size_t lane_send(struct lane *l, const struct record *recs, size_t n, int wait_ms)
 {
-        return producer_send(opaque, recs, n, err, errsz);
-}
-
-struct sink producer_sink(struct producer *q) { return (struct sink){publish, producer_dead_letter, q}; }
-
-int producer_send(struct producer *q, const struct record *recs, size_t n, char *err, size_t errsz)
-{
-        size_t produced = 0;
-        int64_t deadline;
-
-        free(q->results);
-        q->results = xcalloc(n ? n : 1, sizeof(*q->results));
-        q->gen++;
-        q->pending = 0;
+        free(l->results);
+        l->results = xcalloc(n ? n : 1, sizeof(*l->results));
+        l->gen++;
+        l->pending = 0;
         for (size_t i = 0; i < n; i++) {
                 const struct record *r = &recs[i];
                 rd_kafka_headers_t *h = rd_kafka_headers_new(r->header_cnt ? r->header_cnt : 1);
                 for (size_t k = 0; k < r->header_cnt; k++)
                         rd_kafka_header_add(h, r->headers[k].name, -1, r->headers[k].value,
                                             r->headers[k].value ? (ssize_t)r->headers[k].value_len : 0);
-                q->results[i] = RD_KAFKA_RESP_ERR__IN_PROGRESS;
-                uintptr_t tag = ((uintptr_t)q->gen << 32) | (uintptr_t)i;
+                l->results[i] = RD_KAFKA_RESP_ERR__IN_PROGRESS;
+                uintptr_t tag = ((uintptr_t)l->gen << 32) | (uintptr_t)i;
                 rd_kafka_resp_err_t e;
                 do {
-                        e = rd_kafka_producev(q->rk, RD_KAFKA_V_TOPIC(r->topic),
+                        e = rd_kafka_producev(l->rk, RD_KAFKA_V_TOPIC(r->topic),
                                               RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
                                               RD_KAFKA_V_KEY(r->key, r->key ? r->key_len : 0),
                                               RD_KAFKA_V_VALUE((void *)r->value, r->value ? r->value_len : 0),
                                               RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_OPAQUE((void *)tag),
                                               RD_KAFKA_V_END);
                         if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL)
-                                rd_kafka_poll(q->rk, 50);
+                                rd_kafka_poll(l->rk, 50);
                 } while (e == RD_KAFKA_RESP_ERR__QUEUE_FULL);
                 if (e) {
                         rd_kafka_headers_destroy(h); /* not taken on failure */
-                        q->results[i] = e;
-                        snprintf(err, errsz, "produce to %s failed: %s", r->topic, rd_kafka_err2str(e));
+                        l->results[i] = e;
                         continue; /* the others still go: the caller sees each result */
                 }
-                q->pending++;
-                produced++;
+                l->pending++;
         }
-        deadline = log_now_ms() + ACK_TIMEOUT_MS;
-        while (q->pending > 0 && log_now_ms() < deadline)
-                rd_kafka_poll(q->rk, 100);
-        if (q->pending > 0) {
-                snprintf(err, errsz, "%zu record(s) not acknowledged within %d ms", q->pending,
-                         ACK_TIMEOUT_MS);
-                q->gen++; /* late reports of this call are ignored */
+        int64_t deadline = log_now_ms() + wait_ms;
+        while (l->pending > 0 && log_now_ms() < deadline)
+                rd_kafka_poll(l->rk, 100);
+        size_t left = l->pending;
+        if (left)
+                l->gen++; /* late reports of this call are ignored */
+        return left;
+}
+
+int producer_send(struct producer *q, const struct record *recs, size_t n, char *err, size_t errsz)
+{
+        size_t left = lane_send(&q->dlq, recs, n, ACK_TIMEOUT_MS);
+        if (left) {
+                snprintf(err, errsz, "%zu record(s) not acknowledged within %d ms", left, ACK_TIMEOUT_MS);
                 return -1;
         }
-        if (produced < n)
-                return -1;
         for (size_t i = 0; i < n; i++) {
-                if (q->results[i]) {
+                if (q->dlq.results[i]) {
                         snprintf(err, errsz, "write to %s failed: %s", recs[i].topic,
-                                 rd_kafka_err2str(q->results[i]));
+                                 rd_kafka_err2str(q->dlq.results[i]));
                         return -1;
                 }
         }
         return 0;
 }
+
+/* Not the record's doing: the broker is unreachable or did not answer in
+ * time, or the producer itself failed. */
+static int not_the_records(rd_kafka_resp_err_t e)
+{
+        return kafka_err_unreachable(e) || e == RD_KAFKA_RESP_ERR__MSG_TIMED_OUT ||
+               e == RD_KAFKA_RESP_ERR__IN_PROGRESS || e == RD_KAFKA_RESP_ERR__FATAL ||
+               e == RD_KAFKA_RESP_ERR__PURGE_QUEUE || e == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT ||
+               e == RD_KAFKA_RESP_ERR__DESTROY;
+}
+
+static void outcome_of(rd_kafka_resp_err_t e, const char *topic, int timeout_ms, struct sink_outcome *o)
+{
+        o->fate = !e ? SINK_ACKED : not_the_records(e) ? SINK_UNSENT : SINK_FAILED;
+        if (e == RD_KAFKA_RESP_ERR__IN_PROGRESS)
+                snprintf(o->reason, sizeof(o->reason), "write to %s not acknowledged within %d ms "
+                                                       "(outbox.publish_timeout_ms)", topic, timeout_ms);
+        else if (e)
+                snprintf(o->reason, sizeof(o->reason), "write to %s failed: %s", topic, rd_kafka_err2str(e));
+}
+
+/* After a fatal error the idempotent producer takes nothing more: the next
+ * round makes a new one. */
+static void relay_check_fatal(struct lane *l)
+{
+        char why[256];
+        if (!rd_kafka_fatal_error(l->rk, why, sizeof(why)))
+                return;
+        log_error("kafka:producer", "the outbox producer failed for good (%s): making a new one", why);
+        l->gen++;
+        rd_kafka_destroy(l->rk);
+        l->rk = NULL;
+}
+
+/* The outbox: every record produced at once on the relay's own producer,
+ * whose message.timeout.ms is outbox.publish_timeout_ms, each answered. */
+static void publish(void *opaque, const struct record *recs, size_t n, struct sink_outcome *out)
+{
+        struct producer *q = opaque;
+        int timeout = q->cfg->outbox_publish_timeout_ms;
+        char err[512];
+
+        if (!q->relay.rk && !(q->relay.rk = lane_open(q, &q->relay, timeout, err, sizeof(err)))) {
+                for (size_t i = 0; i < n; i++) {
+                        out[i].fate = SINK_UNSENT;
+                        snprintf(out[i].reason, sizeof(out[i].reason), "the outbox producer: %s", err);
+                }
+                return;
+        }
+        if (lane_send(&q->relay, recs, n, timeout + SCAN_SLACK_MS))
+                rd_kafka_purge(q->relay.rk, RD_KAFKA_PURGE_F_QUEUE); /* not sent later behind the relay's back */
+        for (size_t i = 0; i < n; i++)
+                outcome_of(q->relay.results[i], recs[i].topic, timeout, &out[i]);
+        relay_check_fatal(&q->relay);
+}
+
+struct sink producer_sink(struct producer *q) { return (struct sink){publish, producer_dead_letter, q}; }
 
 /* ---- dead letters ---------------------------------------------------------- */
 
@@ -315,7 +402,7 @@ int producer_dead_letter(void *opaque, const char *dlq_topic, const char *ns,
         /* Refused for its size after all (compression, framing): send what
          * is sure to fit rather than block the partition forever. */
         for (size_t i = 0; i < n; i++) {
-                if (!too_large(q->results[i]))
+                if (!too_large(q->dlq.results[i]))
                         continue;
                 dead_letter_cut(&d[i], msgs[i], ns, limit, 1);
                 log_warn("kafka:producer", "dead letter of %s/%d offset %" PRId64 " refused as too large "
@@ -324,7 +411,7 @@ int producer_dead_letter(void *opaque, const char *dlq_topic, const char *ns,
                 recs[again++] = d[i].rec;
         }
         for (size_t i = 0; i < n; i++)
-                if (q->results[i] && !too_large(q->results[i]))
+                if (q->dlq.results[i] && !too_large(q->dlq.results[i]))
                         goto out; /* another failure: the batch is retried whole */
         if (again)
                 rc = producer_send(q, recs, again, err, errsz);

@@ -29,13 +29,16 @@ static natsStatus add_header(natsMsg *m, const char *name, const void *val, size
         return s;
 }
 
-/* Publish m and wait for the stream to have it. */
-static int publish_acked(struct nats_publisher *p, natsMsg *m, char *err, size_t errsz)
+/* Publish m and wait for the stream to have it (opts NULL: the context's
+ * wait); *st gets the client's status. */
+static int publish_acked(struct nats_publisher *p, natsMsg *m, jsPubOptions *opts, natsStatus *st, char *err,
+                         size_t errsz)
 {
         jsPubAck *pa = NULL;
         jsErrCode jerr = 0;
         char why[512];
-        natsStatus s = js_PublishMsg(&pa, p->link->js, m, NULL, &jerr);
+        natsStatus s = js_PublishMsg(&pa, p->link->js, m, opts, &jerr);
+        *st = s;
         if (s != NATS_OK) {
                 snprintf(err, errsz, "publishing to %s: %s%s", natsMsg_GetSubject(m),
                          nats_link_error(s, jerr, why, sizeof(why)),
@@ -47,38 +50,73 @@ static int publish_acked(struct nats_publisher *p, natsMsg *m, char *err, size_t
 }
 
 /* Publish m, built with status s (what: "a message", "a dead letter"), and
- * wait for its PubAck; m is destroyed either way. */
-static int send_built(struct nats_publisher *p, natsStatus s, natsMsg *m, const char *what, char *err, size_t errsz)
+ * wait for its PubAck; m is destroyed either way. *st: the publish's status
+ * (NATS_OK when it was never published). */
+static int send_built(struct nats_publisher *p, natsStatus s, natsMsg *m, jsPubOptions *opts, const char *what,
+                      natsStatus *st, char *err, size_t errsz)
 {
         int rc;
+        *st = NATS_OK;
         if (s != NATS_OK) {
                 snprintf(err, errsz, "building %s: %s", what, natsStatus_GetText(s));
                 natsMsg_Destroy(m);
                 return -1;
         }
-        rc = publish_acked(p, m, err, errsz);
+        rc = publish_acked(p, m, opts, st, err, errsz);
         natsMsg_Destroy(m);
         return rc;
 }
 
-static int publish(void *opaque, const struct record *recs, size_t n, char *err, size_t errsz)
+/* A record as a NATS message: its headers, and its key as dedupd.record.key. */
+static natsStatus message_of(natsMsg **m, const struct record *r)
+{
+        natsStatus s = natsMsg_Create(m, r->topic, NULL, r->value, (int)r->value_len);
+        for (size_t h = 0; s == NATS_OK && h < r->header_cnt; h++)
+                s = add_header(*m, r->headers[h].name, r->headers[h].value ? r->headers[h].value : "",
+                               r->headers[h].value ? r->headers[h].value_len : 0);
+        if (s == NATS_OK && r->key)
+                s = add_header(*m, "dedupd.record.key", r->key, r->key_len);
+        return s;
+}
+
+/* The server is gone or did not answer; no responders, on the contrary, is
+ * the server saying at once that no stream captures the subject. */
+static int no_answer(natsStatus st)
+{
+        return st != NATS_NO_RESPONDERS && (nats_link_unreachable(st) || st == NATS_NOT_YET_CONNECTED);
+}
+
+/* The outbox, one record at a time, each waiting at most
+ * outbox.publish_timeout_ms for its PubAck. A record no stream takes is
+ * refused at once (no responders) and the next goes on; a server that is
+ * gone or does not answer leaves this one and the rest unsent. */
+static void publish(void *opaque, const struct record *recs, size_t n, struct sink_outcome *out)
 {
         struct nats_publisher *p = opaque;
-        for (size_t i = 0; i < n; i++) {
-                const struct record *r = &recs[i];
+        jsPubOptions opts;
+        size_t i = 0;
+        jsPubOptions_Init(&opts);
+        opts.MaxWait = p->cfg->outbox_publish_timeout_ms;
+        for (; i < n; i++) {
                 natsMsg *m = NULL;
+                natsStatus st;
                 char what[300];
-                natsStatus s = natsMsg_Create(&m, r->topic, NULL, r->value, (int)r->value_len);
-                for (size_t h = 0; s == NATS_OK && h < r->header_cnt; h++)
-                        s = add_header(m, r->headers[h].name, r->headers[h].value ? r->headers[h].value : "",
-                                       r->headers[h].value ? r->headers[h].value_len : 0);
-                if (s == NATS_OK && r->key)
-                        s = add_header(m, "dedupd.record.key", r->key, r->key_len);
-                snprintf(what, sizeof(what), "a message for %s", r->topic);
-                if (send_built(p, s, m, what, err, errsz))
-                        return -1;
+                natsStatus s = message_of(&m, &recs[i]);
+                snprintf(what, sizeof(what), "a message for %s", recs[i].topic);
+                if (!send_built(p, s, m, &opts, what, &st, out[i].reason, sizeof(out[i].reason))) {
+                        out[i].fate = SINK_ACKED;
+                        continue;
+                }
+                if (no_answer(st)) {
+                        out[i].fate = SINK_UNSENT;
+                        break;
+                }
+                out[i].fate = SINK_FAILED;
         }
-        return 0;
+        for (size_t k = i + 1; k < n; k++) {
+                out[k].fate = SINK_UNSENT;
+                snprintf(out[k].reason, sizeof(out[k].reason), "not tried: %s", out[i].reason);
+        }
 }
 
 #define HDR(m, name, text) (s == NATS_OK ? (s = add_header((m), (name), (text), strlen(text))) : s)
@@ -133,8 +171,8 @@ static int dead_letter(void *opaque, const char *dlq_topic, const char *ns, stru
                 return terminate(msgs, n, err, errsz);
         for (size_t i = 0; i < n; i++) {
                 natsMsg *m = NULL;
-                natsStatus s = letter_of(p, &m, msgs[i], subject, ns);
-                if (send_built(p, s, m, "a dead letter", err, errsz))
+                natsStatus st, s = letter_of(p, &m, msgs[i], subject, ns);
+                if (send_built(p, s, m, NULL, "a dead letter", &st, err, errsz))
                         return -1;
         }
         return 0;

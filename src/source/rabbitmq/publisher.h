@@ -21,11 +21,16 @@ void rmq_publisher_attach(struct rmq_publisher *p, struct source *src);
 /**
  * The publisher as the protocol's sink. publish: each record to the
  * exchange named by its topic, routing key its key, headers as AMQP
- * headers, persistent, mandatory; 0 only once every one is confirmed (an
- * unroutable record, a nack or a closed channel is an error). dead_letter:
- * with rabbitmq.dead_letter.exchange, each message unchanged (body and
- * properties) plus dedupd.* headers to that exchange, routing key the
- * topic's dead_letter.topic, confirmed; without, basic.reject requeue=false.
+ * headers, persistent, mandatory, confirmed within
+ * outbox.publish_timeout_ms, each answered on its own: a routing key or
+ * header name over 255 bytes, an exchange that does not exist (passive
+ * declare, on a channel of its own) fail that record before anything is
+ * sent; an unroutable record (basic.return) or a nack fail that one; a
+ * closed connection or a missing confirm leave the rest unsent.
+ * dead_letter: with rabbitmq.dead_letter.exchange, each message unchanged
+ * (body and properties) plus dedupd.* headers to that exchange, routing key
+ * the topic's dead_letter.topic, 0 only once every one is confirmed;
+ * without, basic.reject requeue=false.
  */
 struct sink rmq_publisher_sink(struct rmq_publisher *p);
 
