@@ -1,0 +1,98 @@
+# Helpers for the tests of outbox rows that cannot be published, sourced after
+# lib.sh: the settings they run with, the metrics endpoint, the rows' state.
+
+# outbox_settings: the outbox, purge and http sections (a row is given up
+# after MAX_FAILURES, default 3, within a second or two; sent rows are purged
+# OUTBOX_KEEP after they were sent)
+outbox_settings() {
+        cat <<EOF
+outbox:
+  interval_ms: 200
+  max_failures: ${MAX_FAILURES:-3}
+  retry_backoff_ms: 100
+  retry_backoff_max_ms: 400
+  publish_timeout_ms: 2000
+  keep: ${OUTBOX_KEEP:-7d}
+purge:
+  interval_ms: 500
+http:
+  listen: "127.0.0.1:0"
+  gauges_interval_ms: 1000
+EOF
+}
+
+# metrics_of NAME: ADDR set to where dedupd NAME serves /metrics (read from its log)
+metrics_of() {
+        ADDR=
+        for ((i = 0; i < 100; i++)); do
+                ADDR=$(sed -n 's#.*serving /metrics, /healthz and /readyz on http://\([0-9.:]*\).*#\1#p' "$WORK/$1.log" | tail -n 1)
+                [[ -n $ADDR ]] && return 0
+                sleep 0.1
+        done
+        fail "dedupd $1 did not say where it serves /metrics: $(tail -5 "$WORK/$1.log")"
+}
+
+# metric NAME: the value of an unlabelled series at $ADDR
+metric() { curl -s "http://$ADDR/metrics" | awk -v m="$1" '$1==m{print $2}'; }
+
+# metric_is NAME VALUE: the series has that value now
+metric_is() { [[ $(metric "$1") == "$2" ]]; }
+
+# wait_until SECONDS WHAT CMD...: until CMD succeeds, or fail naming WHAT
+wait_until() {
+        local secs=$1 what=$2
+        shift 2
+        for ((w = 0; w < secs * 10; w++)); do
+                "$@" && return 0
+                sleep 0.1
+        done
+        fail "timed out after ${secs}s waiting for $what"
+}
+
+# given_up: how many outbox rows are given up
+given_up() { sql "SELECT count(*) FROM dedupd.outbox WHERE given_up_at IS NOT NULL"; }
+# waiting: how many are neither sent nor given up
+waiting() { sql "SELECT count(*) FROM dedupd.outbox WHERE sent_at IS NULL AND given_up_at IS NULL"; }
+# settled N: no row waits, and N are given up
+settled() { [[ $(waiting) == 0 && $(given_up) == "$1" ]]; }
+# row_to TOPIC: the id of the outbox row to TOPIC
+row_to() { sql "SELECT id FROM dedupd.outbox WHERE topic = '$1'"; }
+# row_state ID: "failures|given up (t/f)|reason" of a row
+row_state() { sql "SELECT failures || '|' || CASE WHEN given_up_at IS NULL THEN 'f' ELSE 't' END || '|' || coalesce(last_error, '') FROM dedupd.outbox WHERE id = $1"; }
+# sent ID: the row is marked sent
+sent() { [[ $(sql "SELECT sent_at IS NOT NULL FROM dedupd.outbox WHERE id = $1") == t ]]; }
+# is_given_up ID: the row is given up
+is_given_up() { [[ $(sql "SELECT given_up_at IS NOT NULL FROM dedupd.outbox WHERE id = $1") == t ]]; }
+
+# assert_given_up ID REASON_REGEX: given up after MAX_FAILURES with its
+# reason kept, and dedupctl outbox list shows it so
+assert_given_up() {
+        local id=$1 re=$2 state
+        state=$(row_state "$id")
+        assert_eq "${state%%|*}" "${MAX_FAILURES:-3}" "row $id: failures counted before it was given up"
+        [[ $state == *"|t|"* ]] || fail "row $id is not given up: $state"
+        grep -Eq "$re" <<<"${state#*|t|}" || fail "row $id's reason '${state#*|t|}' does not match /$re/"
+        log "ok: row $id given up: ${state#*|t|}"
+        "$DEDUPCTL" outbox list -c "$WORK/c.yaml" >"$WORK/list.out" || fail "dedupctl outbox list exited $?"
+        cat "$WORK/list.out"
+        grep -Eq "^ *$id *\|given up *\|" "$WORK/list.out" || fail "dedupctl outbox list does not show row $id given up"
+        grep -Eq "$re" "$WORK/list.out" || fail "dedupctl outbox list does not show row $id's reason"
+}
+
+# retry_until_sent ID: dedupctl outbox retry until the relay publishes the row
+# (a destination made a moment ago may still be unknown to the client once)
+retry_until_sent() {
+        local id=$1
+        for ((r = 0; r < 10; r++)); do
+                "$DEDUPCTL" outbox retry -c "$WORK/c.yaml" "$id" >"$WORK/retry.out" || fail "dedupctl outbox retry $id exited $?"
+                grep -q "^row $id: put back" "$WORK/retry.out" || fail "dedupctl outbox retry: $(cat "$WORK/retry.out")"
+                wait_until 30 "row $id sent or given up again" eval "sent $id || is_given_up $id"
+                sent "$id" && { log "ok: row $id published after dedupctl outbox retry"; return 0; }
+        done
+        fail "row $id not published after 10 retries: $(row_state "$id")"
+}
+
+# assert_no_pause NAME: no topic of dedupd NAME paused fetching
+assert_no_pause() {
+        assert_eq "$(grep -c 'paused fetching' "$WORK/$1.log" || true)" 0 "pauses of fetching in $1's log"
+}
