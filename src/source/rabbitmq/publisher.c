@@ -106,7 +106,7 @@ static void on_confirm(struct confirms *c, uint64_t tag, int multiple, int ack)
         for (uint64_t t = multiple ? c->first : tag; t <= tag; t++)
                 if (t >= c->first && t < c->first + c->n && pending(c, (size_t)(t - c->first)))
                         settle(c, (size_t)(t - c->first), ack ? SINK_ACKED : SINK_FAILED,
-                               ack ? "" : "the broker refused it (basic.nack)");
+                               ack ? "" : "the broker refused a message (basic.nack)");
 }
 
 static int same(amqp_bytes_t a, amqp_bytes_t b) { return a.len == b.len && !memcmp(a.bytes, b.bytes, a.len); }
@@ -116,7 +116,7 @@ static int same(amqp_bytes_t a, amqp_bytes_t b) { return a.len == b.len && !memc
 static void on_return(struct confirms *c, const amqp_basic_return_t *r)
 {
         char a[256], b[256], t[256], why[900];
-        snprintf(why, sizeof(why), "exchange '%s' routed it with routing key '%s' to no queue: %u %s",
+        snprintf(why, sizeof(why), "exchange '%s' routed a message with routing key '%s' to no queue: %u %s",
                  rmq_str(r->exchange, a, sizeof(a)), rmq_str(r->routing_key, b, sizeof(b)), r->reply_code,
                  rmq_str(r->reply_text, t, sizeof(t)));
         for (size_t i = 0; i < c->n; i++)
