@@ -113,9 +113,13 @@ static void publish(void *opaque, const struct record *recs, size_t n, struct si
                 }
                 out[i].fate = SINK_FAILED;
         }
+        if (i >= n)
+                return;
+        char why[sizeof(out->reason)];
+        snprintf(why, sizeof(why), "not tried: %s", out[i].reason);
         for (size_t k = i + 1; k < n; k++) {
                 out[k].fate = SINK_UNSENT;
-                snprintf(out[k].reason, sizeof(out[k].reason), "not tried: %s", out[i].reason);
+                snprintf(out[k].reason, sizeof(out[k].reason), "%s", why);
         }
 }
 
