@@ -38,6 +38,16 @@ metric() { curl -s "http://$ADDR/metrics" | awk -v m="$1" '$1==m{print $2}'; }
 # metric_is NAME VALUE: the series has that value now
 metric_is() { [[ $(metric "$1") == "$2" ]]; }
 
+# assert_metric NAME VALUE: the series reaches that value (a counter moves
+# just after the COMMIT a test sees, a gauge when the gauges are read next)
+assert_metric() {
+        for ((m = 0; m < 100; m++)); do
+                metric_is "$1" "$2" && break
+                sleep 0.1
+        done
+        assert_eq "$(metric "$1")" "$2" "$1"
+}
+
 # wait_until SECONDS WHAT CMD...: until CMD succeeds, or fail naming WHAT
 wait_until() {
         local secs=$1 what=$2

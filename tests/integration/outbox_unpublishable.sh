@@ -32,11 +32,11 @@ BAD=$(row_to "$B")
 assert_given_up "$BAD" "$B.*(Unknown topic|not available)"
 assert_eq "$(replies)" 40 "replies in $R"
 assert_eq "$(distinct_replies)" 40 "distinct replies (each good reply exactly once)"
-wait_until 10 "the given-up gauge" metric_is dedupd_outbox_given_up 1
-assert_eq "$(metric dedupd_outbox_given_up_total)" 1 "dedupd_outbox_given_up_total"
-assert_eq "$(metric dedupd_outbox_publish_failures_total)" 3 "dedupd_outbox_publish_failures_total"
-assert_eq "$(metric dedupd_outbox_published_total)" 40 "dedupd_outbox_published_total"
-assert_eq "$(metric dedupd_outbox_backlog)" 0 "dedupd_outbox_backlog (a given-up row is not backlog)"
+assert_metric dedupd_outbox_given_up 1
+assert_metric dedupd_outbox_given_up_total 1
+assert_metric dedupd_outbox_publish_failures_total 3
+assert_metric dedupd_outbox_published_total 40
+assert_metric dedupd_outbox_backlog 0
 grep -q "row $BAD to $B given up after 3 failed publishes" "$WORK/d1.log" || fail "no ERROR line for the given-up row"
 assert_eq "$(grep -c "row $BAD to $B given up" "$WORK/d1.log")" 1 "ERROR lines for the given-up row"
 
@@ -64,7 +64,7 @@ grep -q "row $BAD2 is not a given-up row" "$WORK/retry2.err" || fail "retry of a
 
 # outbox.keep 1s: every sent row is purged, in purge.batch statements.
 wait_until 30 "sent rows to be purged" eval '[[ $(sql "SELECT count(*) FROM dedupd.outbox") == 0 ]]'
-wait_until 10 "the purge counter" metric_is dedupd_outbox_purged_total 61
+assert_metric dedupd_outbox_purged_total 61
 stop d1
 grep -q "sent outbox row(s) in" "$WORK/d1.log" || fail "no purge line for sent outbox rows"
 assert_eq "$(sql "SELECT count(*) FROM dedupd.keys WHERE status = 'DONE'")" 62 "keys applied"
