@@ -74,7 +74,8 @@ static enum store_rc touch(struct store *s, const char *sql, const char *ns, con
         return STORE_OK;
 }
 
-#define GIVEN_UP_CHOSEN "namespace = $1 AND given_up_at IS NOT NULL AND ($2::bigint[] IS NULL OR id = ANY($2::bigint[]))"
+#define GIVEN_UP_CHOSEN \
+        "namespace = $1 AND given_up_at IS NOT NULL AND ($2::bigint[] IS NULL OR id = ANY($2::bigint[]))"
 
 enum store_rc store_outbox_retry(struct store *s, const char *ns, const int64_t *ids, size_t nids, int64_t **done,
                                  size_t *ndone, char *err, size_t errsz)

@@ -119,11 +119,13 @@ static void on_return(struct confirms *c, const amqp_basic_return_t *r)
         snprintf(why, sizeof(why), "exchange '%s' routed a message with routing key '%s' to no queue: %u %s",
                  rmq_str(r->exchange, a, sizeof(a)), rmq_str(r->routing_key, b, sizeof(b)), r->reply_code,
                  rmq_str(r->reply_text, t, sizeof(t)));
-        for (size_t i = 0; i < c->n; i++)
-                if (pending(c, i) && same(c->out[i].exchange, r->exchange) && same(c->out[i].routing_key, r->routing_key)) {
+        for (size_t i = 0; i < c->n; i++) {
+                const struct outgoing *o = &c->out[i];
+                if (pending(c, i) && same(o->exchange, r->exchange) && same(o->routing_key, r->routing_key)) {
                         settle(c, i, SINK_FAILED, why);
                         return;
                 }
+        }
 }
 
 /* Every message without an answer yet: unsent (the connection went, or the
