@@ -1,5 +1,6 @@
 /* producer: the acknowledged producer — dead letters, replies and the outbox are handed back only once the broker has them. */
 #include "source/kafka/producer.h"
+#include "source/kafka/destination.h"
 
 #include "base/mem.h"
 
@@ -132,7 +133,10 @@ static int publish(void *opaque, const struct record *recs, size_t n, char *err,
         return producer_send(opaque, recs, n, err, errsz);
 }
 
-struct sink producer_sink(struct producer *q) { return (struct sink){publish, producer_dead_letter, q}; }
+struct sink producer_sink(struct producer *q)
+{
+        return (struct sink){.publish = publish, .dead_letter = producer_dead_letter, .opaque = q, .check = kafka_record_check};
+}
 
 int producer_send(struct producer *q, const struct record *recs, size_t n, char *err, size_t errsz)
 {

@@ -1,5 +1,6 @@
 /* publisher: the confirmed publisher — dead letters, replies and the outbox handed back only once the broker confirmed them. */
 #include "source/rabbitmq/publisher.h"
+#include "source/rabbitmq/destination.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -276,5 +277,5 @@ static int dead_letter(void *opaque, const char *dlq_topic, const char *ns, stru
 
 struct sink rmq_publisher_sink(struct rmq_publisher *p)
 {
-        return (struct sink){.publish = publish, .dead_letter = dead_letter, .opaque = p};
+        return (struct sink){.publish = publish, .dead_letter = dead_letter, .opaque = p, .check = rmq_record_check};
 }
