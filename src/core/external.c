@@ -63,10 +63,10 @@ static enum pl_rc db_fail(enum store_rc rc) { return rc == STORE_CONN ? PL_DB_DO
 /* A statement on m's key failed: a value of m it refused (STORE_DATA) is
  * m's failed attempt, so it is dead-lettered in time instead of retried
  * for ever. */
-static enum pl_rc key_fail(struct pl_msg *m, enum store_rc rc, const char *err)
+static enum pl_rc key_fail(const struct pl_topic *pt, struct pl_msg *m, enum store_rc rc)
 {
         if (rc == STORE_DATA)
-                step_attempt(m, "a statement of dedupd refused its values (%s)", err);
+                step_attempt(m, "a statement of dedupd refused a value of it (%s)", store_last_failure(pt->store));
         return db_fail(rc);
 }
 
@@ -116,7 +116,7 @@ static enum pl_rc ext_finish(struct pl_topic *pt, struct pl_msg *m, const char *
         enum store_rc rc;
         if ((rc = store_ext_finish(pt->store, pt->cfg->namespace, m->idem_key, external_owner(), status, resp,
                                    &finished, err, errsz)))
-                return key_fail(m, rc, err);
+                return key_fail(pt, m, rc);
         if (!finished) {
                 ext_lost(pt, m, mctx, status);
                 *out = ITEM_LOST;
@@ -254,7 +254,7 @@ static enum pl_rc ext_expired(struct pl_topic *pt, struct pl_msg *m, const char 
         }
         if ((rc = store_ext_take_over(pt->store, pt->cfg->namespace, m->idem_key, external_owner(), pt->t->lease_ms,
                                       1, &attempts, err, errsz)))
-                return key_fail(m, rc, err);
+                return key_fail(pt, m, rc);
         if (!attempts) {
                 snprintf(err, errsz, "offset %lld: key %s was EXPIRED and another instance re-executes it: backing off",
                          (long long)m->offset, m->idem_key);
@@ -283,7 +283,7 @@ static enum pl_rc ext_pending(struct pl_topic *pt, struct pl_msg *m, const struc
         }
         if ((rc = store_ext_take_over(pt->store, pt->cfg->namespace, m->idem_key, me, pt->t->lease_ms, 0, &attempts,
                                       err, errsz)))
-                return key_fail(m, rc, err);
+                return key_fail(pt, m, rc);
         if (!attempts) {
                 snprintf(err, errsz, "offset %lld: key %s: another instance took the expired lease first: backing off",
                          (long long)m->offset, m->idem_key);
@@ -318,11 +318,11 @@ static enum pl_rc ext_claim(struct pl_topic *pt, struct pl_msg *m, int *claimed,
         for (int tries = 0; tries < 2 && !found; tries++) {
                 if ((rc = store_ext_claim(pt->store, ns, m->idem_key, m->key_text, m->topic, m->partition, m->offset, m->fingerprint,
                                           external_owner(), t->lease_ms, keep, ttl, claimed, err, errsz)))
-                        return key_fail(m, rc, err);
+                        return key_fail(pt, m, rc);
                 if (*claimed)
                         return PL_OK;
                 if ((rc = store_ext_read(pt->store, ns, m->idem_key, row, &found, err, errsz)))
-                        return key_fail(m, rc, err);
+                        return key_fail(pt, m, rc);
         }
         if (!found) {
                 snprintf(err, errsz, "key %s could be neither claimed nor read", m->idem_key);

@@ -82,10 +82,13 @@ static void refused(const struct pl_topic *pt, const struct pl_msg *m, const cha
 {
         char mctx[256];
         snprintf(mctx, sizeof(mctx), "topic:%s/%d", m->topic, (int)m->partition);
-        log_limited(&refused_rl, 1, 1000, LOG_WARN, mctx, "offset %lld: key %s: no reply to %s%s%s: %s (the message "
-                                                       "is applied; dedupd_replies_refused_total counts it)",
-                    (long long)m->offset, m->idem_key, dest ? "'" : "", dest ? dest : "a destination that is not UTF-8 text",
-                    dest ? "'" : "", why);
+        if (dest)
+                log_limited(&refused_rl, 1, 1000, LOG_WARN, mctx,
+                            "offset %lld: key %s: no reply to '%s': %s (the message is applied)", (long long)m->offset,
+                            m->idem_key, dest, why);
+        else
+                log_limited(&refused_rl, 1, 1000, LOG_WARN, mctx, "offset %lld: key %s: no reply: %s (the message is applied)",
+                            (long long)m->offset, m->idem_key, why);
         metrics_reply_refused(pt->t->name, kind);
 }
 
@@ -101,8 +104,8 @@ enum store_rc reply_write(struct pl_topic *pt, const struct pl_msg *m, const cha
 
         *written = 0;
         if (to->value_len > REPLY_DEST_MAX || !utf8_text_ok(to->value, to->value_len)) {
-                refused(pt, m, NULL, "invalid", to->value_len > REPLY_DEST_MAX ? "longer than any broker's names"
-                                                                               : "a destination is a name in UTF-8");
+                refused(pt, m, NULL, "invalid", to->value_len > REPLY_DEST_MAX ? "its reply-to is longer than any broker's names"
+                                                                               : "its reply-to is not UTF-8 text");
                 return STORE_OK;
         }
         char *dest = xstrndup(to->value, to->value_len);

@@ -30,11 +30,9 @@ struct txn {
  * the message when it refused one of the batch's values. */
 static enum pl_rc failed(struct txn *x, enum store_rc rc)
 {
-        if (rc == STORE_DATA) {
-                char *why = xstrdup(x->err);
-                snprintf(x->err, x->errsz, "a statement of dedupd refused a value of it (%s)", why);
-                free(why);
-        }
+        if (rc == STORE_DATA)
+                snprintf(x->err, x->errsz, "a statement of dedupd refused a value of it (%s)",
+                         store_last_failure(x->pt->store));
         return step_fail(x->pt->store, rc);
 }
 

@@ -20,7 +20,22 @@ struct store {
         int64_t deadline_ms;    /* connection attempts end by then; 0: none */
         char target[160];       /* "host:port/db" for logs: never the conninfo (secrets) */
         int batch;              /* a batch's transaction (store_begin_batch) is open or was last */
+        char failure[320];      /* the last failed statement: SQLSTATE and primary message, no detail */
 };
+
+/* What the last failure was, in words that quote no value: PostgreSQL's
+ * DETAIL ("Failing row contains (...)") may hold a payload's or response's
+ * bytes, which a dead-letter header must not carry. */
+static void remember_failure(struct store *s, const PGresult *r)
+{
+        const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+        const char *primary = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+        snprintf(s->failure, sizeof(s->failure), "SQLSTATE %s: %s", state ? state : "none",
+                 primary ? primary : "no message");
+        store_one_line(s->failure);
+}
+
+const char *store_last_failure(const struct store *s) { return s->failure; }
 
 static void set_err(char *err, size_t errsz, PGconn *conn, const PGresult *res)
 {
@@ -216,6 +231,7 @@ enum store_rc store_exec(struct store *s, const char *sql, char *err, size_t err
         r = PQexec(s->conn, sql);
         if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
                 set_err(err, errsz, s->conn, r);
+                remember_failure(s, r);
                 rc = store_classify(s->conn, r);
         }
         PQclear(r);
@@ -287,6 +303,7 @@ static enum store_rc run_params(struct store *s, const char *sql, int nparams, c
         r = PQexecParams(s->conn, sql, nparams, NULL, params, lengths, formats, 0);
         if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
                 set_err(err, errsz, s->conn, r);
+                remember_failure(s, r);
                 rc = store_classify(s->conn, r);
                 PQclear(r);
                 return rc;

@@ -85,6 +85,10 @@ enum store_txn store_txn(const struct store *s);
 enum store_rc store_session_reset(struct store *s, int guard, int *held, char *err, size_t errsz)
         __attribute__((warn_unused_result));
 
+/** The last failed statement as "SQLSTATE 23514: new row ... violates check
+ *  constraint ...": no DETAIL, which may quote the values (a payload). */
+const char *store_last_failure(const struct store *s);
+
 /** Fold a libpq message onto one line, in place. */
 void store_one_line(char *msg);
 
