@@ -6,7 +6,7 @@ FROM debian:12 AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config \
       librdkafka-dev libpq-dev libyaml-dev libjansson-dev libssl-dev \
-      libmicrohttpd-dev libsystemd-dev libnats-dev librabbitmq-dev && \
+      libmicrohttpd-dev libsystemd-dev libnats-dev librabbitmq-dev libunistring-dev && \
     rm -rf /var/lib/apt/lists/*
 COPY . /src
 # Release, without tests and so without cmocka; fault points stay off (the default).
@@ -21,7 +21,7 @@ FROM debian:12
 # sd_notify, libnats the NATS JetStream source), and curl for the compose
 # healthcheck on /readyz.
 RUN apt-get update && apt-get install -y --no-install-recommends \
-      librdkafka1 libpq5 libyaml-0-2 libjansson4 libssl3 libmicrohttpd12 libsystemd0 libnats3.4 librabbitmq4 curl && \
+      librdkafka1 libpq5 libyaml-0-2 libjansson4 libssl3 libmicrohttpd12 libsystemd0 libnats3.4 librabbitmq4 libunistring2 curl && \
     rm -rf /var/lib/apt/lists/* && \
     useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin dedupd
 COPY --from=build /stage/usr/local /usr/local

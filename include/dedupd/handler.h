@@ -90,7 +90,9 @@ struct dedupd_host {
         /** The idempotency key of the message being handled. */
         const char *(*idem_key)(struct dedupd_ctx *ctx);
         /** Set the response (OK) or error (REJECT) stored with the key and
-         *  returned to every later duplicate. Copied; last call wins. */
+         *  returned to every later duplicate. Copied; last call wins. It is
+         *  stored as text: cut at an embedded NUL; -1 (and nothing set) when
+         *  it is not UTF-8 text. */
         int (*set_response)(struct dedupd_ctx *ctx, const char *data, size_t len);
         /** Log through the daemon's logger, prefixed with the handler's name. */
         void (*log)(struct dedupd_ctx *ctx, int level, const char *fmt, ...)
@@ -116,8 +118,10 @@ struct dedupd_host {
         /** Emit a message (a reply, a follow-up event) through the outbox: it
          *  is written in this message's transaction and published after
          *  COMMIT by the relay, so it exists if and only if the effect
-         *  committed. key and value may be NULL. Returns 0, or -1 (in
-         *  external mode, where there is no transaction to join). A
+         *  committed. key and value may be NULL. Returns 0, or -1: in
+         *  external mode (there is no transaction to join), or when the
+         *  broker could never take it (topic not a legal name there, key or
+         *  header names it cannot carry), nothing written. A
          *  handler using emit() must not set DEDUPD_HANDLER_F_CLEAN_REJECT
          *  unless it emits only when it returns DEDUPD_OK. */
         int (*emit)(struct dedupd_ctx *ctx, const char *topic, const void *key, size_t key_len,

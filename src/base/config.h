@@ -81,6 +81,7 @@ struct topic_conf {
         /* reply: a duplicate's stored first response goes back to the reply topic */
         char *reply_header;       /* "" disables replies */
         char *correlation_header;
+        json_t *reply_allow;      /* list of destinations ("name", "prefix*"); NULL: any but dedupd's own */
 
         /* retention: */
         char *retention_name;

@@ -83,6 +83,29 @@ void config_check_kafka(struct config_checks *w)
                                   "missing required key 'kafka.group.id'");
 }
 
+/* reply.allow: a list of names and prefixes, none empty. */
+static void check_reply_allow(struct config_checks *w, const struct topic_conf *t)
+{
+        size_t k;
+        json_t *v;
+        if (!t->reply_allow)
+                return;
+        if (!json_is_array(t->reply_allow)) {
+                config_errors_add(w->errs, w->file, t->line, t->col,
+                                  "topic '%s': reply.allow must be a list of destinations", t->name);
+                return;
+        }
+        json_array_foreach(t->reply_allow, k, v) {
+                if (json_is_null(v))
+                        continue; /* its ${...} failed: reported where it is */
+                if (!json_is_string(v) || !*json_string_value(v))
+                        config_errors_add(w->errs, w->file, t->line, t->col,
+                                          "topic '%s': reply.allow[%zu]: a destination name, or a prefix "
+                                          "ending in *",
+                                          t->name, k);
+        }
+}
+
 void config_finish_topics(struct config_checks *w)
 {
         struct config *cfg = w->cfg;
@@ -109,6 +132,7 @@ void config_finish_topics(struct config_checks *w)
                         config_errors_add(w->errs, w->file, t->line, t->col,
                                           "topic '%s': the dead-letter topic cannot be the topic itself",
                                           t->name);
+                check_reply_allow(w, t);
                 t->payload_bytes_own = t->max_payload_bytes > 0;
                 if (!t->payload_bytes_own)
                         t->max_payload_bytes = cfg->limit_payload_bytes;

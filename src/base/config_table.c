@@ -105,6 +105,10 @@ static const struct field reply_fields[] = {
          .desc = "Header naming the reply topic; \"\" disables replies"},
         {.name = "correlation_header", .type = F_STR, .off = TOFF(correlation_header), .def = "correlation-id",
          .desc = "Header copied to the reply (and used as its Kafka key)"},
+        {.name = "allow", .type = F_TREE, .off = TOFF(reply_allow),
+         .desc = "Where replies may go: a list of names, an entry ending in * a prefix (\"replies.*\"; \"*\": "
+                 "anywhere); a reply elsewhere is not sent (logged, counted; the message is applied). Unset: any "
+                 "destination, with a warning. Never to dedupd's own topics or the broker's internal names"},
         {.name = NULL},
 };
 

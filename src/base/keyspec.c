@@ -4,6 +4,7 @@
 #include "base/hex.h"
 #include "base/mem.h"
 #include "base/strbuf.h"
+#include "base/utf8.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -320,47 +321,6 @@ static int buf_add(struct strbuf *b, const void *data, size_t n)
         return 0;
 }
 
-/* Strict UTF-8 check (no overlongs, no surrogates) and no NUL bytes: keys
- * are stored as PostgreSQL text. */
-static int utf8_valid(const unsigned char *s, size_t n)
-{
-        size_t i = 0;
-        while (i < n) {
-                unsigned c = s[i];
-                size_t len;
-                uint32_t cp;
-                if (c == 0)
-                        return 0;
-                if (c < 0x80) {
-                        i++;
-                        continue;
-                } else if ((c & 0xE0) == 0xC0) {
-                        len = 2;
-                        cp = c & 0x1F;
-                } else if ((c & 0xF0) == 0xE0) {
-                        len = 3;
-                        cp = c & 0x0F;
-                } else if ((c & 0xF8) == 0xF0) {
-                        len = 4;
-                        cp = c & 0x07;
-                } else {
-                        return 0;
-                }
-                if (i + len > n)
-                        return 0;
-                for (size_t k = 1; k < len; k++) {
-                        if ((s[i + k] & 0xC0) != 0x80)
-                                return 0;
-                        cp = (cp << 6) | (s[i + k] & 0x3F);
-                }
-                if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
-                    (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-                    (cp >= 0xD800 && cp <= 0xDFFF))
-                        return 0;
-                i += len;
-        }
-        return 1;
-}
 
 /* Values from the message are percent-encoded for '/' and '%', so the '/'
  * between subject, action and request can never be forged by a value:
@@ -452,7 +412,7 @@ static int append_bytes(const char *what, const void *data, size_t len, struct s
                 seterr(err, errsz, "%s is missing or empty", what);
                 return -1;
         }
-        if (!utf8_valid(data, len)) {
+        if (!utf8_text_ok(data, len)) {
                 seterr(err, errsz, "%s is not valid UTF-8 text", what);
                 return -1;
         }

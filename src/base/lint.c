@@ -248,13 +248,27 @@ int lint_key(const char *subject, const char *action, const char *request,
         return (int)f.cnt;
 }
 
+/* Replies on and nowhere they must stay: any producer chooses where dedupd
+ * writes, with dedupd's credentials. */
+static int lint_replies(const struct topic_conf *t, struct lint_finding *out, size_t max)
+{
+        struct findings f = {out, max, 0};
+        if (t->reply_header && *t->reply_header && !t->reply_allow)
+                add(&f, LINT_WARN,
+                    "replies go wherever a message's '%s' header names (any topic but dedupd's own, with dedupd's "
+                    "credentials): list where they may go in reply.allow, or turn them off with reply.header: \"\"",
+                    t->reply_header);
+        return (int)f.cnt;
+}
+
 int lint_config(const struct config *cfg, lint_report_cb *report, void *opaque)
 {
         int errors = 0;
         for (size_t i = 0; i < cfg->topic_cnt; i++) {
                 const struct topic_conf *t = &cfg->topics[i];
                 struct lint_finding f[16];
-                int n = lint_key(t->key_subject, t->key_action, t->key_request, f, 16);
+                int n = lint_key(t->key_subject, t->key_action, t->key_request, f, 15);
+                n += lint_replies(t, f + n, (size_t)(16 - n));
                 for (int k = 0; k < n; k++) {
                         errors += f[k].severity == LINT_ERROR;
                         if (report)

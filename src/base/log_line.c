@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "base/mem.h"
+#include "base/utf8.h"
 
 static const char *level_name(int level, int lower)
 {
@@ -29,39 +30,6 @@ static void format_ts(int64_t ts_ms, char *buf, size_t sz)
         snprintf(buf + off, sz - off, ".%03dZ", (int)(ts_ms % 1000));
 }
 
-/* Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong
- * forms, no surrogates, nothing above U+10FFFF), 0 when there is none. */
-static size_t utf8_seq(const unsigned char *s, size_t left)
-{
-        size_t n;
-        unsigned char lo = 0x80, hi = 0xBF;
-        if (s[0] < 0x80)
-                return 1;
-        if (s[0] >= 0xC2 && s[0] <= 0xDF)
-                n = 2;
-        else if (s[0] >= 0xE0 && s[0] <= 0xEF)
-                n = 3;
-        else if (s[0] >= 0xF0 && s[0] <= 0xF4)
-                n = 4;
-        else
-                return 0;
-        if (n > left)
-                return 0;
-        if (s[0] == 0xE0)
-                lo = 0xA0; /* overlong */
-        else if (s[0] == 0xED)
-                hi = 0x9F; /* surrogates */
-        else if (s[0] == 0xF0)
-                lo = 0x90; /* overlong */
-        else if (s[0] == 0xF4)
-                hi = 0x8F; /* above U+10FFFF */
-        if (s[1] < lo || s[1] > hi)
-                return 0;
-        for (size_t i = 2; i < n; i++)
-                if (s[i] < 0x80 || s[i] > 0xBF)
-                        return 0;
-        return n;
-}
 
 /* A JSON string must be UTF-8; a message may quote bytes that are not (a
  * payload, a key): each such byte becomes U+FFFD rather than losing the line. */
@@ -70,7 +38,7 @@ static json_t *json_text(const char *s)
         size_t len = strlen(s), w = 0;
         char *out = xmalloc(len * 3 + 1);
         for (size_t i = 0; i < len;) {
-                size_t n = utf8_seq((const unsigned char *)s + i, len - i);
+                size_t n = utf8_char_len(s + i, len - i);
                 if (n) {
                         memcpy(out + w, s + i, n);
                         w += n;

@@ -11,9 +11,11 @@ void pl_msg_clear(struct pl_msg *m)
         free(m->idem_key);
         free(m->key_text);
         free(m->dlq_reason);
+        free(m->fail_reason);
         m->idem_key = NULL;
         m->key_text = NULL;
         m->dlq_reason = NULL;
+        m->fail_reason = NULL;
         m->derived = 0;
 }
 

@@ -60,6 +60,16 @@ const struct external_stats *external_stats(void) { return &ext.stats; }
 
 static enum pl_rc db_fail(enum store_rc rc) { return rc == STORE_CONN ? PL_DB_DOWN : PL_RETRY; }
 
+/* A statement on m's key failed: a value of m it refused (STORE_DATA) is
+ * m's failed attempt, so it is dead-lettered in time instead of retried
+ * for ever. */
+static enum pl_rc key_fail(const struct pl_topic *pt, struct pl_msg *m, enum store_rc rc)
+{
+        if (rc == STORE_DATA)
+                step_attempt(m, "a statement of dedupd refused a value of it (%s)", store_last_failure(pt->store));
+        return db_fail(rc);
+}
+
 
 /* Run the handler on a key this process owns, then finish it. */
 /* The handler, on dedupd's connection in autocommit: for reads and its own
@@ -106,7 +116,7 @@ static enum pl_rc ext_finish(struct pl_topic *pt, struct pl_msg *m, const char *
         enum store_rc rc;
         if ((rc = store_ext_finish(pt->store, pt->cfg->namespace, m->idem_key, external_owner(), status, resp,
                                    &finished, err, errsz)))
-                return db_fail(rc);
+                return key_fail(pt, m, rc);
         if (!finished) {
                 ext_lost(pt, m, mctx, status);
                 *out = ITEM_LOST;
@@ -128,7 +138,8 @@ static enum pl_rc ext_retry(struct pl_topic *pt, struct pl_msg *m, const char *m
 {
         char rerr[256];
         enum store_rc rc;
-        m->attempts++;
+        step_attempt(m, "%s", in_txn ? "handler left a transaction open" : r != DEDUPD_RETRY ? "handler returned an unknown result"
+                                                                          : "handler returned RETRY");
         if (in_txn)
                 snprintf(err, errsz,
                          "handler left a transaction open on the autocommit connection for key %s; rolled back, "
@@ -147,6 +158,15 @@ static enum pl_rc ext_retry(struct pl_topic *pt, struct pl_msg *m, const char *m
                 log_warn(mctx, "key %s: the lease could not be given up (%s); it runs out by itself", m->idem_key,
                          rerr);
         return PL_RETRY;
+}
+
+/* What the handler set on the session does not reach dedupd's statements. */
+static void reset_session(struct pl_topic *pt, const struct pl_msg *m)
+{
+        char rerr[256];
+        int held;
+        if (store_session_reset(pt->store, 0, &held, rerr, sizeof(rerr)))
+                log_warn(pt->ctx, "key %s: resetting the session after the handler: %s", m->idem_key, rerr);
 }
 
 /* Run the handler on a key this process owns, then finish it. */
@@ -169,6 +189,7 @@ static enum pl_rc ext_run(struct pl_topic *pt, struct pl_msg *m, const char *mct
                 int in_txn = !store_idle(s);
                 if (in_txn)
                         store_rollback(s);
+                reset_session(pt, m);
                 if ((r == DEDUPD_OK || r == DEDUPD_REJECT) && !in_txn)
                         ret = ext_finish(pt, m, mctx, attempt, r, &ctx, out, err, errsz);
                 else
@@ -233,7 +254,7 @@ static enum pl_rc ext_expired(struct pl_topic *pt, struct pl_msg *m, const char 
         }
         if ((rc = store_ext_take_over(pt->store, pt->cfg->namespace, m->idem_key, external_owner(), pt->t->lease_ms,
                                       1, &attempts, err, errsz)))
-                return db_fail(rc);
+                return key_fail(pt, m, rc);
         if (!attempts) {
                 snprintf(err, errsz, "offset %lld: key %s was EXPIRED and another instance re-executes it: backing off",
                          (long long)m->offset, m->idem_key);
@@ -262,7 +283,7 @@ static enum pl_rc ext_pending(struct pl_topic *pt, struct pl_msg *m, const struc
         }
         if ((rc = store_ext_take_over(pt->store, pt->cfg->namespace, m->idem_key, me, pt->t->lease_ms, 0, &attempts,
                                       err, errsz)))
-                return db_fail(rc);
+                return key_fail(pt, m, rc);
         if (!attempts) {
                 snprintf(err, errsz, "offset %lld: key %s: another instance took the expired lease first: backing off",
                          (long long)m->offset, m->idem_key);
@@ -297,11 +318,11 @@ static enum pl_rc ext_claim(struct pl_topic *pt, struct pl_msg *m, int *claimed,
         for (int tries = 0; tries < 2 && !found; tries++) {
                 if ((rc = store_ext_claim(pt->store, ns, m->idem_key, m->key_text, m->topic, m->partition, m->offset, m->fingerprint,
                                           external_owner(), t->lease_ms, keep, ttl, claimed, err, errsz)))
-                        return db_fail(rc);
+                        return key_fail(pt, m, rc);
                 if (*claimed)
                         return PL_OK;
                 if ((rc = store_ext_read(pt->store, ns, m->idem_key, row, &found, err, errsz)))
-                        return db_fail(rc);
+                        return key_fail(pt, m, rc);
         }
         if (!found) {
                 snprintf(err, errsz, "key %s could be neither claimed nor read", m->idem_key);
@@ -350,9 +371,8 @@ static int ext_done_before(struct pl_topic *pt, const struct pl_msg *m)
 static enum pl_rc ext_dead_letter_unkeyable(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n, char *err,
                                             size_t errsz)
 {
-        struct pl_msg *todo[n ? n : 1];
+        struct pl_msg **todo = xcalloc(n ? n : 1, sizeof(*todo)); /* n: up to 100,000 */
         size_t k = 0;
-        todo[0] = NULL;
         for (size_t i = 0; i < n; i++) {
                 if (ext_done_before(pt, msgs[i]))
                         continue;
@@ -360,7 +380,9 @@ static enum pl_rc ext_dead_letter_unkeyable(struct pl_topic *pt, struct pl_msg *
                 if (msgs[i]->dlq_reason && !msgs[i]->dead_lettered)
                         todo[k++] = msgs[i];
         }
-        return step_dead_letter(pt, todo, k, err, errsz) ? PL_DLQ_FAILED : PL_OK;
+        enum pl_rc rc = step_dead_letter(pt, todo, k, err, errsz) ? PL_DLQ_FAILED : PL_OK;
+        free(todo);
+        return rc;
 }
 
 /* One message at a time, in partition-offset order; a message that cannot
@@ -369,7 +391,7 @@ static enum pl_rc ext_dead_letter_unkeyable(struct pl_topic *pt, struct pl_msg *
 static enum pl_rc ext_each(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n, struct store_progress *prog,
                            size_t *nprog, size_t *processed, size_t *nstopped, char *err, size_t errsz)
 {
-        int32_t stopped[n ? n : 1];
+        int32_t *stopped = xcalloc(n ? n : 1, sizeof(*stopped)); /* the partitions stopped early */
         enum pl_rc ret = PL_OK;
         char merr[1024];
 
@@ -405,6 +427,7 @@ static enum pl_rc ext_each(struct pl_topic *pt, struct pl_msg *const *msgs, size
                 progress_count(prog, nprog, m, o, mismatch);
                 (*processed)++;
         }
+        free(stopped);
         return ret;
 }
 

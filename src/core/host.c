@@ -9,6 +9,9 @@
 
 #include "base/config.h"
 #include "base/log.h"
+#include "base/utf8.h"
+#include "core/source.h"
+#include "ops/metrics.h"
 #include "pg/outbox.h"
 
 static PGconn *host_conn(struct dedupd_ctx *ctx) { return ctx->conn; }
@@ -24,10 +27,18 @@ static int host_set_response(struct dedupd_ctx *ctx, const char *data, size_t le
                 ctx->response_len = 0;
                 return 0;
         }
-        /* Stored as PostgreSQL text: cut at an embedded NUL rather than fail. */
+        /* Stored as PostgreSQL text: cut at an embedded NUL rather than fail;
+         * what is not UTF-8 would fail the batch's statement: refused here. */
         const char *nul = memchr(data, '\0', len);
         if (nul)
                 len = (size_t)(nul - data);
+        if (!utf8_text_ok(data, len)) {
+                log_warn(ctx->log_prefix, "set_response for key %s: the response is not UTF-8 text: refused, "
+                                          "the response stays as it was (a response is stored as text)",
+                         ctx->idem_key);
+                metrics_handler_refusal("set_response");
+                return -1;
+        }
         copy = xmalloc(len + 1);
         memcpy(copy, data, len);
         copy[len] = '\0';
@@ -78,6 +89,27 @@ static void host_init_log(struct dedupd_init_ctx *ictx, int level, const char *f
         va_end(ap);
 }
 
+/* What the outbox could not store or the broker never take is refused
+ * before it is written: a failed INSERT would abort the handler's
+ * transaction, and a row no broker takes would never leave the outbox. */
+static int emit_refused(struct dedupd_ctx *ctx, const struct record *rec)
+{
+        char why[512];
+        const char *no = NULL;
+        if (!utf8_text_ok(rec->topic, strlen(rec->topic)))
+                no = "the topic is not UTF-8 text";
+        for (size_t i = 0; !no && i < rec->header_cnt; i++)
+                if (!rec->headers[i].name || !utf8_text_ok(rec->headers[i].name, strlen(rec->headers[i].name)))
+                        no = "a header name is missing or not UTF-8 text";
+        if (!no && ctx->sink && ctx->sink->check && ctx->sink->check(ctx->sink->opaque, rec, why, sizeof(why)))
+                no = why;
+        if (!no)
+                return 0;
+        log_warn(ctx->log_prefix, "emit for key %s refused: %s", ctx->idem_key, no);
+        metrics_handler_refusal("emit");
+        return 1;
+}
+
 static int host_emit(struct dedupd_ctx *ctx, const char *topic, const void *key, size_t key_len,
                      const void *value, size_t value_len, const struct dedupd_header *headers,
                      size_t header_cnt)
@@ -90,6 +122,8 @@ static int host_emit(struct dedupd_ctx *ctx, const char *topic, const void *key,
                 return -1;
         }
         const struct outbox_msg m = {ctx->idem_key, {topic, key, key_len, value, value_len, headers, header_cnt, NULL, 0}};
+        if (emit_refused(ctx, &m.rec))
+                return -1;
         if (store_outbox_insert(ctx->store, ctx->ns, &m, err, sizeof(err))) {
                 log_warn(ctx->log_prefix, "emit to %s: %s", topic, err);
                 return -1;

@@ -8,6 +8,7 @@
 #include "dedupd/handler.h"
 
 struct store;
+struct sink;
 
 struct dedupd_ctx {
         PGconn *conn;
@@ -17,6 +18,7 @@ struct dedupd_ctx {
         char *response;         /* owned; NULL when the handler set none */
         size_t response_len;
         const char *ns;         /* namespace; NULL where emit is not available (external mode) */
+        const struct sink *sink; /* where emits are published: what it cannot take is refused at emit */
         int emitted;            /* messages written to the outbox */
 };
 

@@ -15,6 +15,9 @@ enum pl_rc {
         PL_RETRY,      /* rolled back (handler RETRY, serialization, deadlock, SQL error): retry the batch */
         PL_DB_DOWN,    /* connection lost: nothing committed is known; reconnect, retry the batch */
         PL_DLQ_FAILED, /* dead-letter write not acknowledged: retry the batch */
+        PL_SPLIT,      /* rolled back: a message of the batch, not known which, made it fail (a value one of
+                        * dedupd's own statements refused, a handler that broke the transaction): split.c
+                        * narrows the batch to find it; the narrower retry runs at once */
 };
 
 struct pl_stats {

@@ -11,6 +11,7 @@
 #include "base/fault.h"
 #include "base/log.h"
 #include "core/guard.h"
+#include "core/split.h"
 #include "ops/metrics.h"
 
 struct pipeline {
@@ -20,6 +21,7 @@ struct pipeline {
         struct handler *handlers;   /* one per topic */
         struct pl_topic *topics;    /* one per topic: what its mode works with */
         const struct mode **modes;  /* one per topic */
+        struct split *splits;       /* one per topic */
         struct pl_stats stats;
         struct part_states parts;
         size_t outbox_pending;      /* rows written to the outbox since the relay last ran */
@@ -33,6 +35,7 @@ struct pipeline *pipeline_new(const struct config *cfg, struct store *store, str
         pl->handlers = xcalloc(n, sizeof(*pl->handlers));
         pl->topics = xcalloc(n, sizeof(*pl->topics));
         pl->modes = xcalloc(n, sizeof(*pl->modes));
+        pl->splits = xcalloc(n, sizeof(*pl->splits));
         pl->cfg = cfg;
         pl->store = store;
         pl->sink = sink;
@@ -67,6 +70,7 @@ void pipeline_free(struct pipeline *pl)
         free(pl->handlers);
         free(pl->topics);
         free(pl->modes);
+        free(pl->splits);
         part_states_free(&pl->parts);
         free(pl);
 }
@@ -88,10 +92,11 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
                             size_t *taken, struct pl_commit *commits, size_t *ncommits, char *err, size_t errsz)
 {
         struct pl_topic *pt = &pl->topics[topic_idx];
-        *taken = guard_batch_start(pt, msgs, n);
+        *taken = guard_batch_start(pt, msgs, split_take(&pl->splits[topic_idx], n));
         fault_point("after_poll");
         double t0 = seconds_now();
         enum pl_rc rc = pl->modes[topic_idx]->process(pt, msgs, *taken, commits, ncommits, err, errsz);
+        rc = split_after(&pl->splits[topic_idx], pt, msgs, *taken, rc, err);
         if (rc == PL_OK)
                 metrics_batch(pt->t->name, *taken, seconds_now() - t0);
         else
@@ -113,6 +118,7 @@ void pipeline_forget(struct pipeline *pl, size_t topic_idx, int32_t partition)
         struct part_state *ps = part_state(&pl->parts, topic_idx, partition);
         guard_release(&pl->topics[topic_idx], ps);
         ps->verified_next = -1;
+        split_reset(&pl->splits[topic_idx]);
 }
 
 void pipeline_stop(struct pipeline *pl)

@@ -21,9 +21,11 @@ struct pipeline *pipeline_new(const struct config *cfg, struct store *store, str
 void pipeline_free(struct pipeline *pl);
 
 /**
- * Process one batch of one topic: first the crash-loop guard, which may
- * take only a prefix of msgs (*taken of them: a range that crashed runs one
- * message at a time), then the topic's mode (see struct mode) on that.
+ * Process one batch of one topic: first the crash-loop guard and the
+ * splitter, which may take only a prefix of msgs (*taken of them: a range
+ * that crashed runs one message at a time; a batch that failed without a
+ * message named is halved, split.h), then the topic's mode (see struct
+ * mode) on that. PL_SPLIT: narrowed, retry at once.
  */
 enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg *const *msgs, size_t n,
                             size_t *taken, struct pl_commit *commits, size_t *ncommits, char *err, size_t errsz);

@@ -26,21 +26,34 @@ static void to_record(const struct outbox_row *w, struct dedupd_header *h, struc
         rec->header_cnt = k;
 }
 
-/* Hand every row to the sink; out[i] says what became of rows[i]. */
+/* Hand every row to the sink; out[i] says what became of rows[i]. A row the
+ * broker could never take (a name that is none there: a row written before
+ * the checks at write time, or by hand) fails unsent, with the reason. */
 static void publish_rows(const struct sink *sink, const struct outbox_row *rows, size_t n, struct sink_outcome *out)
 {
         struct record *recs = xcalloc(n, sizeof(*recs));
         struct dedupd_header **hdrs = xcalloc(n, sizeof(*hdrs));
+        struct sink_outcome *got = xcalloc(n, sizeof(*got));
+        size_t *at = xcalloc(n, sizeof(*at)), k = 0;
         for (size_t i = 0; i < n; i++) {
                 hdrs[i] = xcalloc(rows[i].msg.rec.header_cnt + 2, sizeof(**hdrs));
-                to_record(&rows[i], hdrs[i], &recs[i]);
-                out[i] = (struct sink_outcome){.fate = SINK_UNSENT, .reason = "the sink gave no answer"};
+                out[i] = got[i] = (struct sink_outcome){.fate = SINK_UNSENT, .reason = "the sink gave no answer"};
+                to_record(&rows[i], hdrs[i], &recs[k]);
+                if (sink->check && sink->check(sink->opaque, &recs[k], out[i].reason, sizeof(out[i].reason)))
+                        out[i].fate = SINK_FAILED;
+                else
+                        at[k++] = i;
         }
-        sink->publish(sink->opaque, recs, n, out);
+        if (k)
+                sink->publish(sink->opaque, recs, k, got);
+        for (size_t j = 0; j < k; j++)
+                out[at[j]] = got[j];
         for (size_t i = 0; i < n; i++)
                 free(hdrs[i]);
         free(hdrs);
         free(recs);
+        free(got);
+        free(at);
 }
 
 /* A broker's words may quote a name cut anywhere: stored as printable ASCII

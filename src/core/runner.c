@@ -50,6 +50,7 @@ struct tbuf {
         int64_t failing_since; /* the first of them */
         int64_t stuck_logged;  /* last ERROR about being stuck */
         int paused;            /* as last applied to its partitions */
+        int again;             /* the batch was narrowed (PL_SPLIT): its next try runs on the next turn */
         size_t bytes;          /* payload bytes buffered (limits.batch_bytes) */
 };
 
@@ -93,6 +94,7 @@ struct runner {
 static void tbuf_reset_retry(struct tbuf *b, int backoff_ms)
 {
         b->retry_at = 0;
+        b->again = 0;
         b->backoff_ms = backoff_ms;
         b->failures = 0;
         b->failing_since = 0;
@@ -321,6 +323,8 @@ static int64_t batch_due_at(const struct runner *r, size_t t)
         const struct topic_conf *tc = &r->cfg->topics[t];
         if (!b->cnt || r->db_down || r->outbox_unsent >= 0)
                 return INT64_MAX;
+        if (b->again)
+                return 0;
         if (b->retry_at)
                 return b->retry_at;
         if (b->cnt >= (size_t)tc->batch_max_messages || b->bytes >= (size_t)r->cfg->limit_batch_bytes ||
@@ -405,38 +409,45 @@ static size_t batch_size(const struct runner *r, size_t t)
         return n;
 }
 
+/* A batch that did not commit (or committed only in part): why, and when it is tried again. */
+static void batch_not_done(struct runner *r, size_t t, size_t n, enum pl_rc rc, const char *err,
+                           volatile sig_atomic_t *stop)
+{
+        char ctx[160];
+        snprintf(ctx, sizeof(ctx), "topic:%s", r->cfg->topics[t].name);
+        if (*stop)
+                log_info(ctx, "shutting down: batch of %zu rolled back, it will be redelivered", n);
+        else if (rc == PL_DB_DOWN)
+                db_lost(r, ctx, err);
+        else if (rc == PL_SPLIT)
+                log_debug(ctx, "batch of %zu failed (%s): its first half is tried next", n, err);
+        else
+                batch_failed(r, t, n, err);
+}
+
 /* One batch of topic t: committed and acknowledged, or put in backoff. */
 static void run_batch(struct runner *r, size_t t, volatile sig_atomic_t *stop)
 {
-        const struct topic_conf *tc = &r->cfg->topics[t];
         struct tbuf *b = &r->bufs[t];
-        size_t n = batch_size(r, t);
-        struct pl_commit commits[n + 1];
-        size_t nc = 0;
-        char err[1024], ctx[160];
+        size_t n = batch_size(r, t), nc = 0;
+        struct pl_commit *commits = xcalloc(n + 1, sizeof(*commits)); /* n: up to 100,000 */
+        char err[1024];
 
         err[0] = '\0';
         enum pl_rc rc = pipeline_process(r->pl, t, b->msgs, n, &n, commits, &nc, err, sizeof(err));
-        if (rc == PL_OK) {
-                r->src->ops->ack(r->src, commits, nc);
-                if (r->src->ops->done)
-                        r->src->ops->done(r->src, b->msgs, n);
-                fault_point("after_ack");
-                batch_done(r, t, n);
-                return;
-        }
-        /* A partial batch (external mode): what it committed is acknowledged now. */
+        b->again = rc == PL_SPLIT;
+        /* What committed is acknowledged: the batch, or what a partial one (external mode) finished. */
         if (nc > 0)
                 r->src->ops->ack(r->src, commits, nc);
-        snprintf(ctx, sizeof(ctx), "topic:%s", tc->name);
-        if (*stop) {
-                log_info(ctx, "shutting down: batch of %zu rolled back, it will be redelivered", n);
+        free(commits);
+        if (rc != PL_OK) {
+                batch_not_done(r, t, n, rc, err, stop);
                 return;
         }
-        if (rc == PL_DB_DOWN)
-                db_lost(r, ctx, err);
-        else
-                batch_failed(r, t, n, err);
+        if (r->src->ops->done)
+                r->src->ops->done(r->src, b->msgs, n);
+        fault_point("after_ack");
+        batch_done(r, t, n);
 }
 
 /* ---- the database, housekeeping ------------------------------------------------ */

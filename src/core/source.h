@@ -42,7 +42,8 @@ struct pl_msg {
         char *dlq_reason;   /* set: the message goes to the dead-letter topic */
         int derived;        /* the key was derived (or found underivable) */
         int dead_lettered;  /* the dead-letter write was acknowledged */
-        int attempts;       /* handler RETRY results so far */
+        int attempts;       /* failed attempts so far (handler RETRY, or what fail_reason says) */
+        char *fail_reason;  /* what the last failed attempt was, as a phrase ("handler returned RETRY") */
 };
 
 /** Free the pipeline's state of m (not the message itself). */
@@ -130,6 +131,10 @@ struct sink {
         int (*dead_letter)(void *opaque, const char *dlq_topic, const char *ns, struct pl_msg *const *msgs,
                            size_t n, char *err, size_t errsz);
         void *opaque;
+        /** Optional: -1 and why when the broker could never take rec (its
+         *  destination is no legal name there, its key does not fit how the
+         *  broker uses it), else 0. What goes to the outbox is checked first. */
+        int (*check)(void *opaque, const struct record *rec, char *why, size_t whysz);
 };
 
 #endif

@@ -101,7 +101,18 @@ void step_prepare(const struct pl_topic *pt, struct pl_msg *m)
                 derive(pt, m);
         }
         if (!m->dlq_reason && m->attempts >= t->retry_max_attempts)
-                set_reason(m, "handler returned RETRY %d times (retry.max_attempts)", m->attempts);
+                set_reason(m, "%s %d times (retry.max_attempts)",
+                           m->fail_reason ? m->fail_reason : "handler returned RETRY", m->attempts);
+}
+
+void step_attempt(struct pl_msg *m, const char *fmt, ...)
+{
+        va_list ap;
+        m->attempts++;
+        free(m->fail_reason);
+        va_start(ap, fmt);
+        m->fail_reason = xvasprintf(fmt, ap);
+        va_end(ap);
 }
 
 int step_dead_letter(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n, char *err, size_t errsz)
@@ -173,5 +184,8 @@ size_t step_committed(struct pl_topic *pt, const struct store_progress *prog, si
 enum pl_rc step_fail(struct store *s, enum store_rc rc)
 {
         store_rollback(s);
-        return rc == STORE_CONN ? PL_DB_DOWN : PL_RETRY;
+        if (rc == STORE_CONN)
+                return PL_DB_DOWN;
+        /* A value of the batch was refused: which message's is found by splitting. */
+        return rc == STORE_DATA ? PL_SPLIT : PL_RETRY;
 }

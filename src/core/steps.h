@@ -13,6 +13,11 @@
  *  the key is still derived so the dead letter names it. */
 void step_prepare(const struct pl_topic *pt, struct pl_msg *m);
 
+/** A failed attempt of m, and what it was (a phrase: "handler returned
+ *  RETRY"): once retry.max_attempts are spent, step_prepare dead-letters
+ *  m with it. */
+void step_attempt(struct pl_msg *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /** Write msgs (each with its dlq_reason) to the topic's dead-letter topic;
  *  only once the broker acknowledged every one are they marked
  *  dead_lettered (and logged). -1: nothing may be acknowledged. */
@@ -34,7 +39,8 @@ enum mismatch_verdict step_mismatch(struct pl_topic *pt, struct pl_msg *m, const
 size_t step_committed(struct pl_topic *pt, const struct store_progress *prog, size_t nprog,
                       struct pl_commit *commits);
 
-/** A failed statement: roll back, and what the batch then is. */
+/** A failed statement: roll back, and what the batch then is (PL_SPLIT
+ *  when the statement refused a value: STORE_DATA). */
 enum pl_rc step_fail(struct store *s, enum store_rc rc);
 
 #endif

@@ -34,6 +34,9 @@ enum family {
         PENDING,
         PENDING_AGE,
         READY,
+        SPLITS,
+        REPLIES_REFUSED,
+        HANDLER_REFUSALS,
         FAMILIES
 };
 
@@ -96,6 +99,18 @@ static const struct metric_def defs[FAMILIES] = {
                        .help = "Age of the oldest PENDING key"},
         [READY] = {.name = "dedupd_ready", .type = METRIC_GAUGE,
                        .help = "1 when the instance is ready (as /readyz answers), else 0"},
+        [SPLITS] = {.name = "dedupd_batch_splits_total", .type = METRIC_COUNTER,
+                       .help = "Batches that failed without a message named (a value dedupd's own statements refused, "
+                               "a handler that broke the transaction) and were split to find the one",
+                       .labels = {"topic"}},
+        [REPLIES_REFUSED] = {.name = "dedupd_replies_refused_total", .type = METRIC_COUNTER,
+                       .help = "Replies not sent, the message applied without one: invalid (a reply-to the broker cannot "
+                               "take: not UTF-8, not a legal name, too long) or not_allowed (outside reply.allow)",
+                       .labels = {"topic", "reason"}},
+        [HANDLER_REFUSALS] = {.name = "dedupd_handler_calls_refused_total", .type = METRIC_COUNTER,
+                       .help = "Host calls refused for a value dedupd cannot store or publish (a response that is not "
+                               "UTF-8, an emit to an illegal destination): the call returned -1",
+                       .labels = {"call"}},
 };
 
 static struct registry *reg;
@@ -147,7 +162,7 @@ void metrics_topic(const char *topic)
                 return;
         for (size_t i = 0; i < sizeof(outcomes) / sizeof(*outcomes); i++)
                 metric_inc(fam[MESSAGES], (const char *const[]){topic, outcomes[i]}, 0);
-        static const enum family per_topic[] = {MISMATCHES, BATCH_RETRIES, QUARANTINES, TAKEOVERS, EXPIRED};
+        static const enum family per_topic[] = {MISMATCHES, BATCH_RETRIES, QUARANTINES, TAKEOVERS, EXPIRED, SPLITS};
         for (size_t i = 0; i < sizeof(per_topic) / sizeof(*per_topic); i++)
                 metric_inc(fam[per_topic[i]], (const char *const[]){topic}, 0);
 }
@@ -220,3 +235,12 @@ void metrics_pending(uint64_t keys, double oldest_age)
 }
 
 void metrics_ready(int ready) { set(READY, NULL, ready ? 1 : 0); }
+
+void metrics_split(const char *topic) { inc(SPLITS, (const char *const[]){topic}, 1); }
+
+void metrics_reply_refused(const char *topic, const char *reason)
+{
+        inc(REPLIES_REFUSED, (const char *const[]){topic, reason}, 1);
+}
+
+void metrics_handler_refusal(const char *call) { inc(HANDLER_REFUSALS, (const char *const[]){call}, 1); }

@@ -45,5 +45,11 @@ void metrics_purge(uint64_t keys, uint64_t responses, uint64_t outbox_rows, doub
 void metrics_pending(uint64_t keys, double oldest_age);
 /** Whether the instance is ready (as /readyz says). */
 void metrics_ready(int ready);
+/** A batch that failed without a message named was split (split.c). */
+void metrics_split(const char *topic);
+/** A reply not sent: reason "invalid" or "not_allowed". */
+void metrics_reply_refused(const char *topic, const char *reason);
+/** A host call (call: "set_response", "emit") refused a value. */
+void metrics_handler_refusal(const char *call);
 
 #endif

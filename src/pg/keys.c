@@ -103,7 +103,10 @@ enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_ro
                  "         now() + $7::bigint * interval '1 millisecond', now() + $8::bigint * interval '1 millisecond', u.x"
                  "         FROM u ORDER BY u.k COLLATE \"C\""
                  "         ON CONFLICT (namespace, idem_key) DO NOTHING"
-                 "         RETURNING idem_key, ctid)"
+                 "         RETURNING idem_key, ctid),"
+                 /* The commit guard, while fresh keys wait for their handler (pg/session.h). */
+                 " g AS (INSERT INTO dedupd.txn_guard (xid) SELECT pg_current_xact_id()"
+                 "       WHERE EXISTS (SELECT 1 FROM ins) ON CONFLICT DO NOTHING)"
                  " SELECT u.k, i.ctid, kn.status, kn.response, encode(kn.fingerprint, 'hex')"
                  " FROM u LEFT JOIN ins i ON i.idem_key = u.k"
                  " LEFT JOIN LATERAL (SELECT d.idem_key, d.status, d.response, d.fingerprint FROM dedupd.keys d"

@@ -115,6 +115,22 @@ static const char *const migrations[] = {
         "  WHERE sent_at IS NULL AND given_up_at IS NULL;"
         "CREATE INDEX IF NOT EXISTS outbox_given_up ON dedupd.outbox (namespace, id) WHERE given_up_at IS NOT NULL;"
         "CREATE INDEX IF NOT EXISTS outbox_sent ON dedupd.outbox (namespace, sent_at) WHERE sent_at IS NOT NULL;",
+        /* 8: the commit guard — a batch's transaction is committed by dedupd
+         *    alone: the claim puts a row here, dedupd takes it off after the
+         *    handler, and a COMMIT that finds it still there (a handler ran
+         *    COMMIT) fails, so the batch rolls back whole */
+        "CREATE TABLE IF NOT EXISTS dedupd.txn_guard (xid xid8 PRIMARY KEY);"
+        "CREATE OR REPLACE FUNCTION dedupd.txn_guard_check() RETURNS trigger LANGUAGE plpgsql"
+        "  SET search_path = pg_catalog AS $f$"
+        " BEGIN"
+        "  IF EXISTS (SELECT 1 FROM dedupd.txn_guard g WHERE g.xid = NEW.xid) THEN"
+        "   RAISE EXCEPTION 'dedupd: a batch''s transaction is committed by dedupd alone (its handler ran COMMIT)'"
+        "    USING ERRCODE = 'P0001';"
+        "  END IF;"
+        "  RETURN NULL;"
+        " END $f$;"
+        "CREATE CONSTRAINT TRIGGER txn_guard AFTER INSERT ON dedupd.txn_guard"
+        "  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION dedupd.txn_guard_check();",
 };
 #define MIGRATION_CNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -259,6 +275,7 @@ static const struct schema_column {
         {"progress_log", "topic", "text", 0},
         {"schema_migrations", "applied_at", "timestamp with time zone", 0},
         {"schema_migrations", "version", "integer", 0},
+        {"txn_guard", "xid", "xid8", 0}, /* a batch's transaction between its claim and its handler's end */
 };
 #define SCHEMA_COLUMNS (sizeof(schema) / sizeof(schema[0]))
 
@@ -316,6 +333,6 @@ enum store_rc store_schema_check(struct store *s, int *differences, char *report
         }
         PQclear(r);
         if (!*differences)
-                snprintf(report, reportsz, "%zu columns in 6 tables, as described", SCHEMA_COLUMNS);
+                snprintf(report, reportsz, "%zu columns in 7 tables, as described", SCHEMA_COLUMNS);
         return STORE_OK;
 }

@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "ops/metrics.h"
 #include "pg/conninfo.h"
+#include "pg/session.h"
 
 struct store {
         PGconn *conn;
@@ -18,7 +19,23 @@ struct store {
         int idle_tx_timeout_ms; /* idle_in_transaction_session_timeout; 0: 60 s */
         int64_t deadline_ms;    /* connection attempts end by then; 0: none */
         char target[160];       /* "host:port/db" for logs: never the conninfo (secrets) */
+        int batch;              /* a batch's transaction (store_begin_batch) is open or was last */
+        char failure[320];      /* the last failed statement: SQLSTATE and primary message, no detail */
 };
+
+/* What the last failure was, in words that quote no value: PostgreSQL's
+ * DETAIL ("Failing row contains (...)") may hold a payload's or response's
+ * bytes, which a dead-letter header must not carry. */
+static void remember_failure(struct store *s, const PGresult *r)
+{
+        const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+        const char *primary = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+        snprintf(s->failure, sizeof(s->failure), "SQLSTATE %s: %s", state ? state : "none",
+                 primary ? primary : "no message");
+        store_one_line(s->failure);
+}
+
+const char *store_last_failure(const struct store *s) { return s->failure; }
 
 static void set_err(char *err, size_t errsz, PGconn *conn, const PGresult *res)
 {
@@ -71,6 +88,10 @@ static const struct {
         {"53300", STORE_CONN},  /* too_many_connections */
         {"42P01", STORE_UNDEFINED}, /* undefined_table */
         {"3F000", STORE_UNDEFINED}, /* invalid_schema_name */
+        {"22", STORE_DATA},         /* class 22: data exception (invalid UTF-8, a value too long, ...) */
+        {"23", STORE_DATA},         /* class 23: integrity constraint violation (a CHECK, NOT NULL, ...) */
+        {"54", STORE_DATA},         /* class 54: program limit exceeded (an index row too large, ...) */
+        {"P0", STORE_DATA},         /* class P0: PL/pgSQL (a trigger's RAISE EXCEPTION) */
 };
 
 enum store_rc store_classify(PGconn *conn, const PGresult *res)
@@ -154,29 +175,35 @@ enum store_rc store_connect(struct store *s, char *err, size_t errsz)
                 return STORE_CONN;
         }
         PQsetNoticeProcessor(s->conn, notice, NULL);
-        /* NOTICEs ("already exists, skipping") are noise; WARNINGs are not.
-         * A zombie (a stopped process holding a transaction) blocks its
-         * successor's claims: bound how long an idle transaction may live. */
-        char idle[24];
-        snprintf(idle, sizeof(idle), "%d", s->idle_tx_timeout_ms > 0 ? s->idle_tx_timeout_ms : 60000);
-        const char *params[1] = {idle};
-        PGresult *r = PQexecParams(s->conn,
-                                   "SELECT set_config('application_name', 'dedupd', false),"
-                                   " set_config('client_min_messages', 'warning', false),"
-                                   " set_config('idle_in_transaction_session_timeout', $1, false)",
-                                   1, NULL, params, NULL, NULL, 0);
         /* Without its idle-transaction bound a stopped zombie would block its
          * successor without limit: a session that cannot be set up is refused. */
-        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-                enum store_rc rc = store_classify(s->conn, r);
-                set_err(err, errsz, s->conn, r);
-                PQclear(r);
+        enum store_rc rc = session_setup(s->conn, s->idle_tx_timeout_ms, err, errsz);
+        if (rc != STORE_OK) {
                 PQfinish(s->conn);
                 s->conn = NULL;
-                return rc == STORE_OK ? STORE_ERROR : rc;
         }
-        PQclear(r);
-        return STORE_OK;
+        return rc;
+}
+
+enum store_txn store_txn(const struct store *s)
+{
+        if (!store_ok(s))
+                return STORE_TXN_NONE;
+        switch (PQtransactionStatus(s->conn)) {
+        case PQTRANS_INTRANS: return STORE_TXN_OPEN;
+        case PQTRANS_INERROR: return STORE_TXN_ABORTED;
+        default: return STORE_TXN_NONE;
+        }
+}
+
+enum store_rc store_session_reset(struct store *s, int guard, int *held, char *err, size_t errsz)
+{
+        if (!store_ok(s)) {
+                *held = 0;
+                snprintf(err, errsz, "not connected");
+                return STORE_CONN;
+        }
+        return session_restore(s->conn, s->idle_tx_timeout_ms, guard, held, err, errsz);
 }
 
 void store_free(struct store *s)
@@ -204,6 +231,7 @@ enum store_rc store_exec(struct store *s, const char *sql, char *err, size_t err
         r = PQexec(s->conn, sql);
         if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
                 set_err(err, errsz, s->conn, r);
+                remember_failure(s, r);
                 rc = store_classify(s->conn, r);
         }
         PQclear(r);
@@ -215,18 +243,49 @@ enum store_rc store_begin(struct store *s, char *err, size_t errsz)
         return store_exec(s, "BEGIN", err, errsz);
 }
 
+/*
+ * A batch's transaction is the one a handler shares: while it is open, the
+ * session's transactions default to read-only, so a handler that ended it
+ * (ROLLBACK) and went on writing, in autocommit or in a BEGIN of its own,
+ * writes nothing; dedupd's own is BEGIN READ WRITE. The default is set in a
+ * transaction of its own (a ROLLBACK must not take it back) and reset after
+ * COMMIT or ROLLBACK, each in the same round trip.
+ */
+#define BATCH_DEFAULT_ON "SET default_transaction_read_only = on"
+#define BATCH_DEFAULT_OFF "RESET default_transaction_read_only"
+
+enum store_rc store_begin_batch(struct store *s, char *err, size_t errsz)
+{
+        if (!s->conn) {
+                snprintf(err, errsz, "not connected");
+                return STORE_CONN;
+        }
+        s->batch = 1;
+        return session_pair(s->conn, BATCH_DEFAULT_ON, "BEGIN READ WRITE", err, errsz);
+}
+
 enum store_rc store_commit(struct store *s, char *err, size_t errsz)
 {
-        return store_exec(s, "COMMIT", err, errsz);
+        if (!s->batch || !s->conn)
+                return store_exec(s, "COMMIT", err, errsz);
+        s->batch = 0;
+        return session_pair(s->conn, "COMMIT", BATCH_DEFAULT_OFF, err, errsz);
 }
 
 void store_rollback(struct store *s)
 {
         char err[256];
+        int open = s->conn && PQtransactionStatus(s->conn) != PQTRANS_IDLE && PQstatus(s->conn) == CONNECTION_OK;
+        enum store_rc rc = STORE_OK;
         /* A ROLLBACK that fails leaves nothing behind: the connection is gone
          * and the server rolled the transaction back itself. */
-        if (s->conn && PQtransactionStatus(s->conn) != PQTRANS_IDLE && PQstatus(s->conn) == CONNECTION_OK &&
-            store_exec(s, "ROLLBACK", err, sizeof(err)))
+        if (s->batch && store_ok(s))
+                rc = open ? session_pair(s->conn, "ROLLBACK", BATCH_DEFAULT_OFF, err, sizeof(err))
+                          : store_exec(s, BATCH_DEFAULT_OFF, err, sizeof(err));
+        else if (open)
+                rc = store_exec(s, "ROLLBACK", err, sizeof(err));
+        s->batch = 0;
+        if (rc)
                 log_debug("store", "rollback: %s", err);
 }
 
@@ -244,6 +303,7 @@ static enum store_rc run_params(struct store *s, const char *sql, int nparams, c
         r = PQexecParams(s->conn, sql, nparams, NULL, params, lengths, formats, 0);
         if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
                 set_err(err, errsz, s->conn, r);
+                remember_failure(s, r);
                 rc = store_classify(s->conn, r);
                 PQclear(r);
                 return rc;

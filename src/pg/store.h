@@ -14,6 +14,8 @@ enum store_rc {
         STORE_CONN,  /* connection lost or server shutting down: reconnect, retry */
         STORE_ERROR, /* anything else: roll back, log, retry with backoff */
         STORE_UNDEFINED, /* a relation or schema that does not exist (not migrated): an error, or "nothing yet" */
+        STORE_DATA,  /* the statement failed on the values it was given (a data exception, a constraint, a
+                      * trigger's RAISE, a value over a limit): the same values fail again, other values not */
 };
 
 /*
@@ -61,8 +63,31 @@ enum store_rc store_query_binary(struct store *s, const char *sql, int nparams, 
                                  const int *lengths, const int *formats, PGresult **out, char *err,
                                  size_t errsz) __attribute__((warn_unused_result));
 enum store_rc store_begin(struct store *s, char *err, size_t errsz) __attribute__((warn_unused_result));
+/** BEGIN of a batch's transaction, the one a handler shares: until its
+ *  COMMIT or ROLLBACK, any other transaction on the session is read-only
+ *  (a handler that ended dedupd's cannot write outside it). */
+enum store_rc store_begin_batch(struct store *s, char *err, size_t errsz) __attribute__((warn_unused_result));
 enum store_rc store_commit(struct store *s, char *err, size_t errsz) __attribute__((warn_unused_result));
 void store_rollback(struct store *s);
+
+/** Where the connection's transaction stands. */
+enum store_txn {
+        STORE_TXN_NONE,    /* no transaction (or no connection) */
+        STORE_TXN_OPEN,    /* in a transaction */
+        STORE_TXN_ABORTED, /* in a transaction that failed: only ROLLBACK is left */
+};
+enum store_txn store_txn(const struct store *s);
+
+/** After a handler ran: the session's state (role, search_path, settings)
+ *  back to dedupd's; with guard (inside the batch's transaction) the batch's
+ *  commit guard taken off, *held 0 when it was gone (the handler ended
+ *  dedupd's transaction and began another). See pg/session.h. */
+enum store_rc store_session_reset(struct store *s, int guard, int *held, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
+
+/** The last failed statement as "SQLSTATE 23514: new row ... violates check
+ *  constraint ...": no DETAIL, which may quote the values (a payload). */
+const char *store_last_failure(const struct store *s);
 
 /** Fold a libpq message onto one line, in place. */
 void store_one_line(char *msg);

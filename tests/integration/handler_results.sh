@@ -34,7 +34,9 @@ assert_eq "$(sql "SELECT string_agg(idem_key || '=' || status, ',' ORDER BY idem
 assert_eq "$(sql "SELECT string_agg(idem_key, ',' ORDER BY idem_key) FROM flaky_effects")" \
         "a/PAY,b/PAY,flap/PAY" "effects (the rejected write rolled back, none doubled)"
 "$KT" dump -t "$T.dlq" >"$WORK/dlq.txt"
-assert_eq "$(grep -c 'dedupd.reason=handler returned RETRY 3 times' "$WORK/dlq.txt")" 2 "dead-lettered after the retry budget"
+assert_eq "$(grep -c 'dedupd.reason=handler returned RETRY 3 times' "$WORK/dlq.txt")" 1 "dead-lettered after the retry budget"
+assert_eq "$(grep -c 'dedupd.reason=handler left the transaction aborted (an SQL error) 3 times' "$WORK/dlq.txt")" 1 \
+        "an SQL error dead-lettered after the retry budget, with what it was"
 grep -q '"order_id":"poison"' "$WORK/dlq.txt" || fail "poison not in the dead-letter topic"
 grep -q '"order_id":"sqlerr"' "$WORK/dlq.txt" || fail "sqlerr not in the dead-letter topic"
 grep -q "left the transaction aborted" "$WORK/d1.log" || fail "the aborted transaction was not reported"

@@ -94,7 +94,7 @@ assert_eq "$(q2 "SELECT count(*) FROM dedupd.keys WHERE idem_key = 'bad-amount/P
 "$KT" dump -t "$T2.dlq" >"$WORK/dlq.txt"
 assert_eq "$(grep -c '^  dedupd.reason=' "$WORK/dlq.txt")" 1 "dead letters"
 grep -q 'bad-amount' "$WORK/dlq.txt" || fail "dead letter is not the failing message: $(cat "$WORK/dlq.txt")"
-grep -q '^  dedupd.reason=handler returned RETRY 3 times' "$WORK/dlq.txt" || fail "dead letter reason: $(cat "$WORK/dlq.txt")"
+grep -q '^  dedupd.reason=handler left the transaction aborted (an SQL error) 3 times' "$WORK/dlq.txt" || fail "dead letter reason: $(cat "$WORK/dlq.txt")"
 grep -q 'invalid input syntax for type bigint' "$WORK/bad.log" || fail "the SQL error is not logged: $(tail -5 "$WORK/bad.log")"
 log "ok: a missing source rejected with its reason; an SQL error dead-lettered alone after 3 attempts, 60 of 60 good payments applied"
 

@@ -1,5 +1,6 @@
 /* producer: the acknowledged producer — dead letters, replies and the outbox are handed back only once the broker has them. */
 #include "source/kafka/producer.h"
+#include "source/kafka/destination.h"
 
 #include "base/mem.h"
 
@@ -277,7 +278,10 @@ static void publish(void *opaque, const struct record *recs, size_t n, struct si
         relay_check_fatal(&q->relay);
 }
 
-struct sink producer_sink(struct producer *q) { return (struct sink){publish, producer_dead_letter, q}; }
+struct sink producer_sink(struct producer *q)
+{
+        return (struct sink){.publish = publish, .dead_letter = producer_dead_letter, .opaque = q, .check = kafka_record_check};
+}
 
 /* ---- dead letters ---------------------------------------------------------- */
 

@@ -1,5 +1,6 @@
 /* publisher: the NATS sink — the outbox and dead letters published through JetStream, each handed back only with its PubAck; or AckTerm. */
 #include "source/nats/publisher.h"
+#include "source/nats/destination.h"
 
 #include "base/mem.h"
 
@@ -197,5 +198,5 @@ void nats_publisher_free(struct nats_publisher *p)
 
 struct sink nats_sink(struct nats_publisher *p)
 {
-        return (struct sink){.publish = publish, .dead_letter = dead_letter, .opaque = p};
+        return (struct sink){.publish = publish, .dead_letter = dead_letter, .opaque = p, .check = nats_record_check};
 }

@@ -1,5 +1,6 @@
 /* publisher: the confirmed publisher — dead letters, replies and the outbox handed back only once the broker confirmed them. */
 #include "source/rabbitmq/publisher.h"
+#include "source/rabbitmq/destination.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -257,19 +258,10 @@ static amqp_bytes_t bytes_of(const void *v, size_t len)
 static int unpublishable(const struct rmq_publisher *p, const struct record *r, char *why, size_t whysz)
 {
         size_t table = 0;
-        if (r->key && r->key_len > 255) {
-                snprintf(why, whysz, "routing key (the record's key, a reply's correlation id) of %zu bytes: AMQP "
-                                     "allows at most 255", r->key_len);
+        if (rmq_record_check(NULL, r, why, whysz))
                 return -1;
-        }
-        for (size_t k = 0; k < r->header_cnt; k++) {
-                if (strlen(r->headers[k].name) > 255) {
-                        snprintf(why, whysz, "header name of %zu bytes: AMQP allows at most 255",
-                                 strlen(r->headers[k].name));
-                        return -1;
-                }
+        for (size_t k = 0; k < r->header_cnt; k++)
                 table += strlen(r->headers[k].name) + r->headers[k].value_len + 8;
-        }
         if (p->conn && table + 1024 > (size_t)amqp_get_frame_max(p->conn)) {
                 snprintf(why, whysz, "headers of about %zu bytes do not fit the connection's frame_max (%d)", table,
                          amqp_get_frame_max(p->conn));
@@ -416,5 +408,5 @@ static int dead_letter(void *opaque, const char *dlq_topic, const char *ns, stru
 
 struct sink rmq_publisher_sink(struct rmq_publisher *p)
 {
-        return (struct sink){.publish = publish, .dead_letter = dead_letter, .opaque = p};
+        return (struct sink){.publish = publish, .dead_letter = dead_letter, .opaque = p, .check = rmq_record_check};
 }

@@ -42,7 +42,7 @@ stop d1
 
 assert_eq "$(sql "SELECT string_agg(idem_key, ',' ORDER BY idem_key) FROM flaky_effects")" "a/PAY,b/PAY,c/PAY" "effects, each once"
 "$KT" dump -t "$T.dlq" >"$WORK/dlq.txt"
-grep -q 'dedupd.reason=handler returned RETRY 2 times' "$WORK/dlq.txt" || fail "slow SQL not dead-lettered after its retries"
+grep -q 'dedupd.reason=handler left the transaction aborted (an SQL error) 2 times' "$WORK/dlq.txt" || fail "slow SQL not dead-lettered after its retries"
 grep -q '"order_id":"slowsql"' "$WORK/dlq.txt" || fail "slowsql not in the dead-letter topic"
 grep -q 'dedupd.reason=crashed or stalled dedupd' "$WORK/dlq.txt" || fail "the hung handler was not dead-lettered"
 grep -q '"order_id":"hang"' "$WORK/dlq.txt" || fail "hang not in the dead-letter topic"

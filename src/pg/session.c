@@ -1,0 +1,167 @@
+/* session: what dedupd's connection must be for its own statements — set at connect, set again after every handler, with the check that the batch's transaction is still dedupd's. */
+#include "pg/session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* dedupd's settings: its name in pg_stat_activity, WARNINGs but no NOTICEs
+ * ("already exists, skipping"), and a bound on how long a transaction may
+ * sit idle (a stopped zombie would otherwise block its successor's claims). */
+static const char baseline_sql[] = "SELECT set_config('application_name', 'dedupd', false),"
+                                   " set_config('client_min_messages', 'warning', false),"
+                                   " set_config('idle_in_transaction_session_timeout', $1, false),"
+                                   " set_config('role', 'none', false)";
+
+/* What a handler may have changed, back to the session's defaults (the
+ * server's, the database's and role's, the conninfo's options). */
+static const char *const reset_sql[] = {"RESET ALL", "SET SESSION AUTHORIZATION DEFAULT"};
+
+/* The batch's commit guard off: its row was put there by the claim. */
+static const char guard_sql[] = "DELETE FROM dedupd.txn_guard WHERE xid = pg_current_xact_id_if_assigned()";
+/* (Run after RESET ALL: the search_path is the session's default again, not the handler's.) */
+
+static void set_err(char *err, size_t errsz, PGconn *conn, const PGresult *r)
+{
+        const char *m = r ? PQresultErrorMessage(r) : NULL;
+        snprintf(err, errsz, "%s", m && *m ? m : PQerrorMessage(conn));
+        store_one_line(err);
+}
+
+static void idle_text(char *buf, size_t sz, int idle_ms) { snprintf(buf, sz, "%d", idle_ms > 0 ? idle_ms : 60000); }
+
+enum store_rc session_setup(PGconn *conn, int idle_ms, char *err, size_t errsz)
+{
+        char idle[24];
+        idle_text(idle, sizeof(idle), idle_ms);
+        const char *params[1] = {idle};
+        PGresult *r = PQexecParams(conn, baseline_sql, 1, NULL, params, NULL, NULL, 0);
+        enum store_rc rc = STORE_OK;
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+                rc = store_classify(conn, r);
+                if (rc == STORE_OK)
+                        rc = STORE_ERROR;
+                set_err(err, errsz, conn, r);
+        }
+        PQclear(r);
+        return rc;
+}
+
+/* Send the statements of a restore; the number sent, or -1. */
+static int send_restore(PGconn *conn, const char *idle, int guard)
+{
+        const char *params[1] = {idle};
+        int sent = 0;
+        for (size_t i = 0; i < sizeof(reset_sql) / sizeof(*reset_sql); i++, sent++)
+                if (!PQsendQueryParams(conn, reset_sql[i], 0, NULL, NULL, NULL, NULL, 0))
+                        return -1;
+        if (!PQsendQueryParams(conn, baseline_sql, 1, NULL, params, NULL, NULL, 0))
+                return -1;
+        sent++;
+        if (guard && !PQsendQueryParams(conn, guard_sql, 0, NULL, NULL, NULL, NULL, 0))
+                return -1;
+        return sent + (guard != 0);
+}
+
+/* Read the results of one statement; the first failure goes to err (and
+ * its SQLSTATE to state, when given). */
+static enum store_rc read_state(PGconn *conn, enum store_rc rc, int *rows, char *state, char *err, size_t errsz)
+{
+        PGresult *r;
+        while ((r = PQgetResult(conn))) {
+                ExecStatusType st = PQresultStatus(r);
+                if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+                        *rows = atoi(PQcmdTuples(r));
+                else if (rc == STORE_OK) {
+                        const char *sqlstate = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+                        if (state)
+                                snprintf(state, 6, "%s", sqlstate ? sqlstate : "");
+                        rc = store_classify(conn, r);
+                        if (rc == STORE_OK)
+                                rc = STORE_ERROR;
+                        set_err(err, errsz, conn, r);
+                }
+                PQclear(r);
+        }
+        return rc;
+}
+
+static enum store_rc read_one(PGconn *conn, enum store_rc rc, int *rows, char *err, size_t errsz)
+{
+        return read_state(conn, rc, rows, NULL, err, errsz);
+}
+
+/* Up to the pipeline's sync point. */
+static enum store_rc read_sync(PGconn *conn, enum store_rc rc, char *err, size_t errsz)
+{
+        PGresult *r;
+        for (;;) {
+                r = PQgetResult(conn);
+                if (!r) {
+                        if (rc == STORE_OK) {
+                                rc = STORE_CONN;
+                                set_err(err, errsz, conn, NULL);
+                        }
+                        return rc;
+                }
+                ExecStatusType st = PQresultStatus(r);
+                PQclear(r);
+                if (st == PGRES_PIPELINE_SYNC)
+                        return rc;
+        }
+}
+
+enum store_rc session_pair(PGconn *conn, const char *first, const char *then, char *err, size_t errsz)
+{
+        enum store_rc rc = STORE_OK;
+        int ignored;
+        if (!PQenterPipelineMode(conn)) {
+                set_err(err, errsz, conn, NULL);
+                return store_classify(conn, NULL);
+        }
+        if (!PQsendQueryParams(conn, first, 0, NULL, NULL, NULL, NULL, 0) || !PQpipelineSync(conn) ||
+            !PQsendQueryParams(conn, then, 0, NULL, NULL, NULL, NULL, 0) || !PQpipelineSync(conn)) {
+                set_err(err, errsz, conn, NULL);
+                PQexitPipelineMode(conn);
+                return STORE_CONN;
+        }
+        rc = read_sync(conn, read_one(conn, rc, &ignored, err, errsz), err, errsz);
+        rc = read_sync(conn, read_one(conn, rc, &ignored, err, errsz), err, errsz);
+        PQexitPipelineMode(conn);
+        return rc;
+}
+
+enum store_rc session_restore(PGconn *conn, int idle_ms, int guard, int *held, char *err, size_t errsz)
+{
+        char idle[24];
+        enum store_rc rc = STORE_OK;
+        int rows = 0, sent;
+
+        idle_text(idle, sizeof(idle), idle_ms);
+        *held = 0;
+        if (!PQenterPipelineMode(conn)) {
+                set_err(err, errsz, conn, NULL);
+                return store_classify(conn, NULL);
+        }
+        sent = send_restore(conn, idle, guard);
+        if (sent < 0 || !PQpipelineSync(conn)) {
+                set_err(err, errsz, conn, NULL);
+                PQexitPipelineMode(conn);
+                return STORE_CONN;
+        }
+        char state[6] = "";
+        for (int i = 0, ignored; i < sent - guard; i++)
+                rc = read_one(conn, rc, &ignored, err, errsz);
+        if (guard && rc == STORE_OK)
+                rc = read_state(conn, rc, &rows, state, err, errsz); /* the guard's count: the last */
+        else if (guard)
+                rc = read_one(conn, rc, &rows, err, errsz);
+        rc = read_sync(conn, rc, err, errsz);
+        PQexitPipelineMode(conn);
+        /* A read-only transaction is not the batch's (BEGIN READ WRITE): one a
+         * handler began after ending dedupd's. */
+        if (guard && !strcmp(state, "25006"))
+                rc = STORE_OK;
+        *held = guard && rc == STORE_OK && rows > 0;
+        return rc;
+}
