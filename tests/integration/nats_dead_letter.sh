@@ -55,3 +55,25 @@ assert_eq "$(last_seq)" 4 "the terminated message is still in the stream"
 grep -q "offset 3 dead-lettered to AckTerm (terminated, left in the stream): " "$WORK/d2.log" ||
         fail "the log does not say sequence 3 was terminated and why"
 assert_eq "$(sql "SELECT sum(dead_lettered) FROM dedupd.offsets WHERE topic = '$SUBJ'")" 1 "terminated messages counted"
+
+# ---- 3: a dead letter over the server's max_payload is cut to fit, never retried for ever
+# A payload the stream took, just under max_payload (1 MiB), is over limits.payload_bytes: its dead letter,
+# with dedupd's headers, would be over max_payload. It goes cut, its neighbours apply.
+STREAM="B_$ID" SUBJ="big.$ID" DLQ_SUBJ="bigdead.$ID"
+CONSUMER="${DURABLE}-${SUBJ//./_}"
+nats_stream
+write_nats_config "$WORK/b.yaml" "  dead_letter: {subject: $DLQ_SUBJ}"
+{
+        echo '{"order_id":"b-1","user_id":3,"amount":10}'
+        head -c 1048400 /dev/zero | tr '\0' 'x'; echo
+        echo '{"order_id":"b-2","user_id":3,"amount":10}'
+} | publish "trace:t-43"
+start d3 "$WORK/b.yaml"
+nats_done 60
+stop d3
+assert_eq "$(sql "SELECT balance FROM account WHERE user_id = 3")" 980 "balance of user 3 (the orders around the large one)"
+"$NT" dump "$STREAM" "$DLQ_SUBJ" >"$WORK/big.txt"
+assert_eq "$(wc -l <"$WORK/big.txt")" 1 "dead letters on $DLQ_SUBJ"
+grep -qP "dedupd.reason=payload too large: 1048400 bytes" "$WORK/big.txt" || fail "the dead letter's reason: $(cut -c1-300 "$WORK/big.txt")"
+grep -qP "dedupd.original.size=1048400[;\\t]" "$WORK/big.txt" || fail "the dead letter does not say how large the original was"
+grep -qP "dedupd.truncated=value cut to its first [0-9]+ of 1048400 bytes" "$WORK/big.txt" || fail "the dead letter does not say it was cut"

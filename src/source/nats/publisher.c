@@ -2,6 +2,7 @@
 #include "source/nats/publisher.h"
 #include "source/nats/destination.h"
 
+#include "base/log.h"
 #include "base/mem.h"
 
 #include <inttypes.h>
@@ -127,15 +128,26 @@ static void publish(void *opaque, const struct record *recs, size_t n, struct si
 #define HDR(m, name, text) (s == NATS_OK ? (s = add_header((m), (name), (text), strlen(text))) : s)
 
 /* The original's headers and body, and dedupd's: why, from where, which key. */
+/* How a dead letter is cut when the whole does not fit the server's max_payload. */
+struct cut {
+        size_t keep;     /* bytes of the value kept */
+        int bare;        /* the original's headers and value left out: dedupd's headers only */
+        char note[320];  /* dedupd.truncated */
+        char size[24];   /* dedupd.original.size */
+};
+
+/* The original's headers and body (or what cut keeps of them), and dedupd's:
+ * why, from where, which key. */
 static natsStatus letter_of(const struct nats_publisher *p, natsMsg **out, const struct pl_msg *pm, const char *subject,
-                            const char *ns)
+                            const char *ns, const struct cut *c)
 {
         natsMsg *orig = pm->source;
         char seq[32], ts[32];
         snprintf(seq, sizeof(seq), "%" PRId64, pm->offset);
         snprintf(ts, sizeof(ts), "%" PRId64, pm->timestamp_ms);
-        natsStatus s = natsMsg_Create(out, subject, NULL, pm->value, (int)pm->value_len);
-        for (size_t h = 0; s == NATS_OK && h < pm->header_cnt; h++)
+        natsStatus s = natsMsg_Create(out, subject, NULL, c && c->bare ? NULL : pm->value,
+                                      (int)(c ? (c->bare ? 0 : c->keep) : pm->value_len));
+        for (size_t h = 0; s == NATS_OK && !(c && c->bare) && h < pm->header_cnt; h++)
                 s = add_header(*out, pm->headers[h].name, pm->headers[h].value, pm->headers[h].value_len);
         HDR(*out, "dedupd.reason", pm->dlq_reason ? pm->dlq_reason : "unknown");
         HDR(*out, "dedupd.origin.topic", pm->topic);
@@ -150,7 +162,59 @@ static natsStatus letter_of(const struct nats_publisher *p, natsMsg **out, const
                 HDR(*out, "dedupd.fingerprint.message", pm->fingerprint);
         if (pm->stored_fingerprint[0])
                 HDR(*out, "dedupd.fingerprint.stored", pm->stored_fingerprint);
+        if (c) {
+                HDR(*out, "dedupd.truncated", c->note);
+                HDR(*out, "dedupd.original.size", c->size);
+        }
         return s;
+}
+
+/* The bytes m's headers take on the wire ("NATS/1.0", "Name: value" lines). */
+static size_t header_size(natsMsg *m)
+{
+        const char **keys = NULL;
+        int nk = 0;
+        size_t n = 16;
+        if (natsMsgHeader_Keys(m, &keys, &nk) != NATS_OK)
+                return n;
+        for (int k = 0; k < nk; k++) {
+                const char **vals = NULL;
+                int nv = 0;
+                if (natsMsgHeader_Values(m, keys[k], &vals, &nv) != NATS_OK)
+                        continue;
+                for (int v = 0; v < nv; v++)
+                        n += strlen(keys[k]) + strlen(vals[v]) + 4;
+                free((void *)vals);
+        }
+        free((void *)keys);
+        return n;
+}
+
+/* Too large for the server (max_payload): keep what fits of the value; when
+ * not even the headers fit, dedupd's headers alone. The whole message stays
+ * at its origin in the stream. */
+static natsStatus letter_cut(const struct nats_publisher *p, natsMsg **out, const struct pl_msg *pm,
+                             const char *subject, const char *ns, struct cut *c)
+{
+        int64_t max = natsConnection_GetMaxPayload(p->link->nc);
+        natsMsg *probe = NULL;
+        *c = (struct cut){0};
+        snprintf(c->size, sizeof(c->size), "%zu", pm->value_len);
+        memset(c->note, 'x', sizeof(c->note) - 1); /* as long as the note can be */
+        size_t hdrs = letter_of(p, &probe, pm, subject, ns, c) == NATS_OK ? header_size(probe) : (size_t)max;
+        natsMsg_Destroy(probe);
+        if ((int64_t)hdrs + 64 < max) {
+                c->keep = (size_t)(max - (int64_t)hdrs - 64);
+                snprintf(c->note, sizeof(c->note), "value cut to its first %zu of %zu bytes: the server takes messages of "
+                         "at most %" PRId64 " bytes (max_payload); the whole message stays at its origin", c->keep,
+                         pm->value_len, max);
+        } else {
+                c->bare = 1;
+                snprintf(c->note, sizeof(c->note), "headers and value left out (%zu-byte value): the message does not fit "
+                         "the server's max_payload (%" PRId64 " bytes); the whole message stays at its origin",
+                         pm->value_len, max);
+        }
+        return letter_of(p, out, pm, subject, ns, c);
 }
 
 static int terminate(struct pl_msg *const *msgs, size_t n, char *err, size_t errsz)
@@ -176,7 +240,15 @@ static int dead_letter(void *opaque, const char *dlq_topic, const char *ns, stru
                 return terminate(msgs, n, err, errsz);
         for (size_t i = 0; i < n; i++) {
                 natsMsg *m = NULL;
-                natsStatus st, s = letter_of(p, &m, msgs[i], subject, ns);
+                struct cut c;
+                natsStatus st, s = letter_of(p, &m, msgs[i], subject, ns, NULL);
+                if (!send_built(p, s, m, NULL, "a dead letter", &st, err, errsz))
+                        continue;
+                if (st != NATS_MAX_PAYLOAD)
+                        return -1;
+                log_warn("nats", "dead letter of %s sequence %" PRId64 " is over the server's max_payload: cut to fit",
+                         msgs[i]->topic, msgs[i]->offset);
+                s = letter_cut(p, &m, msgs[i], subject, ns, &c);
                 if (send_built(p, s, m, NULL, "a dead letter", &st, err, errsz))
                         return -1;
         }
