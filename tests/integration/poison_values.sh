@@ -78,6 +78,15 @@ $(topic_yaml "$3" "$4")
 YAML
 }
 
+# Replies on and nowhere they must stay: check warns (and still passes); with reply.allow it does not.
+base_config "$WORK/w.yaml" "kafka: {bootstrap.servers: \"$KAFKA_BOOTSTRAP\", group.id: \"grp-$ID\"}" "$T" "$R"
+"$DEDUPCTL" check --offline -c "$WORK/w.yaml" >"$WORK/w.out" 2>&1 || fail "check with reply.allow: $(cat "$WORK/w.out")"
+grep -q "warning" "$WORK/w.out" && fail "check warns with reply.allow set: $(cat "$WORK/w.out")"
+sed -i '/reply: {allow:/d' "$WORK/w.yaml"
+"$DEDUPCTL" check --offline -c "$WORK/w.yaml" >"$WORK/w.out" 2>&1 || fail "check without reply.allow failed: $(cat "$WORK/w.out")"
+grep -q "warning: topic '$T': replies go wherever a message's 'reply-to' header names" "$WORK/w.out" ||
+        fail "check does not warn about replies without reply.allow: $(cat "$WORK/w.out")"
+
 # dedupd's schema first, then what the test adds to it.
 base_config "$WORK/m.yaml" "kafka: {bootstrap.servers: \"$KAFKA_BOOTSTRAP\", group.id: \"grp-$ID\"}" "$T" "$R"
 "$DEDUPCTL" migrate -c "$WORK/m.yaml" >/dev/null
