@@ -10,14 +10,13 @@ enum store_rc store_instance_register(struct store *s, const char *owner, const 
         char lease[24];
         snprintf(lease, sizeof(lease), "%" PRId64, lease_ms);
         const char *params[3] = {owner, ns, lease};
-        /* backend_start tells this session from a later one that got its pid. */
         return store_query(s,
                            "WITH gone AS (DELETE FROM dedupd.instances"
                            " WHERE lease_until < now() - interval '1 hour' AND owner <> $1)"
                            " INSERT INTO dedupd.instances AS i (owner, namespace, backend_pid, backend_start, lease_until)"
-                           " SELECT $1, $2, pg_backend_pid(), a.backend_start,"
-                           " now() + $3::bigint * interval '1 millisecond'"
-                           " FROM pg_catalog.pg_stat_activity a WHERE a.pid = pg_backend_pid()"
+                           " VALUES ($1, $2, pg_backend_pid(),"
+                           " (SELECT a.backend_start FROM pg_catalog.pg_stat_activity a WHERE a.pid = pg_backend_pid()),"
+                           " now() + $3::bigint * interval '1 millisecond')"
                            " ON CONFLICT (owner) DO UPDATE SET backend_pid = EXCLUDED.backend_pid,"
                            " backend_start = EXCLUDED.backend_start, lease_until = EXCLUDED.lease_until",
                            3, params, NULL, err, errsz);

@@ -15,12 +15,14 @@
  * successor or a peer sees it dead right away; the lease covers what leaves
  * a session behind (a host that vanished, a network cut, a stopped process).
  * SQL for "the instance owning column OWNER is live", to be spliced into the
- * ledger's statements (a constant: no value is ever spliced).
+ * ledger's statements (a constant: no value is ever spliced). backend_start
+ * tells a session from a later one that got its pid; where it cannot be read
+ * (another role's session, without pg_read_all_stats) the pid alone decides.
  */
 #define STORE_INSTANCE_LIVE(owner)                                                                         \
         "EXISTS (SELECT 1 FROM dedupd.instances i JOIN pg_catalog.pg_stat_activity s ON s.pid = i.backend_pid" \
         " WHERE i.owner = " owner " AND i.lease_until > now()"                                             \
-        " AND (s.backend_start IS NULL OR s.backend_start = i.backend_start))"
+        " AND coalesce(s.backend_start = i.backend_start, true))"
 
 /** Register owner (or renew its lease) from this session: lease_until =
  *  now() + lease_ms by the database's clock, this session's backend. Also
