@@ -28,6 +28,16 @@
 
 enum guard_verdict { GUARD_CONTINUE, GUARD_BATCH, GUARD_ALONE, GUARD_DB };
 
+/* A ledger statement that fails (the database gone, a role without its
+ * GRANTs) leaves the batch uncounted: said, at most once a minute. */
+static struct log_ratelimit rl_ledger;
+
+static void ledger_failed(const struct pl_topic *pt, const char *what, const char *err)
+{
+        log_limited(&rl_ledger, 1, 60000, LOG_WARN, pt->ctx, "crash-loop ledger: %s: %s (this batch starts uncounted)",
+                    what, err);
+}
+
 /* How one message of the batch runs, decided before anything is counted. */
 struct guard_plan {
         enum guard_verdict verdict;
@@ -68,8 +78,10 @@ static enum guard_verdict verdict(struct pl_topic *pt, struct part_state *ps, co
         if (ps->verified_next == m->offset && m->offset >= ps->isolate_until)
                 return GUARD_CONTINUE; /* from this process's own commit */
         if (store_attempt_covering(pt->store, pt->cfg->namespace, pt->t->name, m->partition, m->offset,
-                                   instance_owner(), &c, err, sizeof(err)))
+                                   instance_owner(), &c, err, sizeof(err))) {
+                ledger_failed(pt, "looking up earlier starts", err);
                 return GUARD_DB;
+        }
         if (c.live)
                 log_info(pt->ctx, "partition %d: offset %lld is in a batch that live instance%s %s %s in flight: "
                                   "not a crash",
@@ -99,8 +111,10 @@ static int count_alone(struct pl_topic *pt, struct part_state *ps, struct pl_msg
                 return 0;
         if (instance_ensure(pt->store, pt->cfg, err, sizeof(err)) ||
             store_attempt_single(pt->store, pt->cfg->namespace, pt->t->name, m->partition, m->offset, inherited,
-                                 instance_owner(), &attempts, &inh, err, sizeof(err)))
+                                 instance_owner(), &attempts, &inh, err, sizeof(err))) {
+                ledger_failed(pt, "counting a start alone", err);
                 return -1;
+        }
         ps->counted_at = m->offset;
         ps->counted_single = 1;
         ps->had_attempts = 1;
@@ -126,8 +140,10 @@ static int count_batch(struct pl_topic *pt, struct part_state *ps, struct pl_msg
                         until = msgs[k]->offset + 1;
         if (instance_ensure(pt->store, pt->cfg, err, sizeof(err)) ||
             store_attempt_batch(pt->store, pt->cfg->namespace, pt->t->name, m->partition, m->offset, until,
-                                instance_owner(), err, sizeof(err)))
+                                instance_owner(), err, sizeof(err))) {
+                ledger_failed(pt, "counting a batch start", err);
                 return -1;
+        }
         ps->counted_at = m->offset;
         ps->counted_single = 0;
         ps->had_attempts = 1;
