@@ -7,9 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "base/fault.h"
 #include "core/host.h"
@@ -17,6 +15,7 @@
 #include "core/batch.h"
 #include "core/steps.h"
 #include "pg/store_external.h"
+#include "core/instance.h"
 #include "core/watchdog.h"
 #include "ops/metrics.h"
 #include "pg/offsets.h"
@@ -30,31 +29,13 @@
 
 /* One daemon, one consumer loop: process-wide state is enough. */
 static struct {
-        char owner[320];
         int reaped_once;
         int64_t last_reap_ms;
         struct log_ratelimit rl_reap;
         struct external_stats stats;
 } ext;
 
-const char *external_owner(void)
-{
-        if (!ext.owner[0]) {
-                char host[256];
-                unsigned char rnd[4];
-                if (gethostname(host, sizeof(host)) != 0)
-                        snprintf(host, sizeof(host), "unknown");
-                host[sizeof(host) - 1] = '\0';
-                if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
-                        /* Only the pid is then left to tell restarts apart; add the time. */
-                        uint32_t x = (uint32_t)time(NULL) ^ (uint32_t)log_now_ms();
-                        memcpy(rnd, &x, sizeof(rnd));
-                }
-                snprintf(ext.owner, sizeof(ext.owner), "%s:%ld:%02x%02x%02x%02x", host, (long)getpid(),
-                         rnd[0], rnd[1], rnd[2], rnd[3]);
-        }
-        return ext.owner;
-}
+const char *external_owner(void) { return instance_owner(); }
 
 const struct external_stats *external_stats(void) { return &ext.stats; }
 

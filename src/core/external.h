@@ -33,7 +33,7 @@
  */
 void external_reap_tick(const struct config *cfg, struct store *s, int64_t now_ms);
 
-/** This process's owner id, "hostname:pid:random", made once. */
+/** This process's owner id (instance_owner: one id for its leases and its crash-loop ledger rows). */
 const char *external_owner(void);
 
 /** What external mode saw since start (all topics). */

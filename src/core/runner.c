@@ -11,6 +11,7 @@
 #include "base/fault.h"
 #include "base/log.h"
 #include "core/external.h"
+#include "core/instance.h"
 #include "core/relay.h"
 #include "core/retention.h"
 #include "ops/health.h"
@@ -622,6 +623,7 @@ static void housekeeping(struct runner *r, int64_t now)
         publish_health(r, now);
         if (r->db_down)
                 return;
+        instance_tick(r->store, r->cfg, now); /* first: the relay below may take a while */
         relay(r, pipeline_take_outbox(r->pl) > 0);
         retention_tick(r->store, r->cfg, log_now_ms()); /* every purge.interval_ms */
         external_reap_tick(r->cfg, r->store, now);
@@ -715,6 +717,7 @@ int runner_run(struct runner *r, struct source *src, volatile sig_atomic_t *stop
         }
         log_stats(r);
         pipeline_stop(r->pl);
+        instance_leave(r->store);
         purge(r, NULL, 0);
         src->ops->close(src);
         r->src = NULL;

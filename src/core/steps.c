@@ -16,7 +16,7 @@
 #include "base/keyspec.h"
 #include "ops/metrics.h"
 #include "base/log.h"
-#include "pg/attempts.h"
+#include "core/guard.h"
 
 static void set_reason(struct pl_msg *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The first reason found stays (a crash loop, found before the key is derived). */
@@ -166,17 +166,7 @@ size_t step_committed(struct pl_topic *pt, const struct store_progress *prog, si
                 pt->stats->dead_lettered += (uint64_t)prog[i].dead_lettered;
                 pt->stats->mismatches += (uint64_t)prog[i].mismatches;
                 count_outcomes(pt->t->name, &prog[i]);
-                struct part_state *ps = part_state(pt->parts, pt->topic_idx, prog[i].partition);
-                ps->verified_next = prog[i].next_offset;
-                if (ps->counted_at >= 0 && ps->counted_at < prog[i].next_offset)
-                        ps->counted_at = -1;
-                if (ps->had_attempts) {
-                        char aerr[256];
-                        if (store_attempts_done(pt->store, pt->cfg->namespace, pt->t->name, prog[i].partition,
-                                                prog[i].next_offset, aerr, sizeof(aerr)))
-                                log_warn(pt->ctx, "crash-loop ledger: %s (its rows are forgotten later)", aerr);
-                        ps->had_attempts = ps->isolate_until > prog[i].next_offset;
-                }
+                guard_committed(pt, part_state(pt->parts, pt->topic_idx, prog[i].partition), prog[i].next_offset);
         }
         return nprog;
 }

@@ -131,6 +131,21 @@ static const char *const migrations[] = {
         " END $f$;"
         "CREATE CONSTRAINT TRIGGER txn_guard AFTER INSERT ON dedupd.txn_guard"
         "  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION dedupd.txn_guard_check();",
+        /* 9: the crash-loop ledger tells its own attempts from a live peer's
+         *    (issue 16): each row carries its owner, and each running dedupd
+         *    its liveness lease and database session; rows written before
+         *    this migration have owner '' and count as crashes, as before */
+        "CREATE TABLE IF NOT EXISTS dedupd.instances ("
+        "  owner         text        PRIMARY KEY,"
+        "  namespace     text        NOT NULL,"
+        "  backend_pid   integer     NOT NULL,"
+        "  backend_start timestamptz,"
+        "  started_at    timestamptz NOT NULL DEFAULT now(),"
+        "  lease_until   timestamptz NOT NULL"
+        ");"
+        "ALTER TABLE dedupd.attempts ADD COLUMN IF NOT EXISTS owner text NOT NULL DEFAULT '';"
+        "ALTER TABLE dedupd.attempts DROP CONSTRAINT IF EXISTS attempts_pkey;"
+        "ALTER TABLE dedupd.attempts ADD PRIMARY KEY (namespace, topic, partition, \"offset\", single, owner);",
 };
 #define MIGRATION_CNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -216,10 +231,17 @@ static const struct schema_column {
         {"attempts", "last_at", "timestamp with time zone", 0},
         {"attempts", "namespace", "text", 0},
         {"attempts", "offset", "bigint", 0},
+        {"attempts", "owner", "text", 0}, /* the instance that counted it (dedupd.instances), '' before migration 8 */
         {"attempts", "partition", "integer", 0},
         {"attempts", "single", "boolean", 0}, /* a message run alone, or a batch's start */
         {"attempts", "topic", "text", 0},
         {"attempts", "until_offset", "bigint", 0},
+        {"instances", "backend_pid", "integer", 0}, /* its database session: gone when the process dies */
+        {"instances", "backend_start", "timestamp with time zone", 1},
+        {"instances", "lease_until", "timestamp with time zone", 0}, /* renewed while it runs */
+        {"instances", "namespace", "text", 0},
+        {"instances", "owner", "text", 0}, /* hostname:pid:random */
+        {"instances", "started_at", "timestamp with time zone", 0},
         {"keys", "attempts", "integer", 0},
         {"keys", "created_at", "timestamp with time zone", 0},
         {"keys", "expires_at", "timestamp with time zone", 1}, /* NULL: kept forever */
@@ -279,6 +301,15 @@ static const struct schema_column {
 };
 #define SCHEMA_COLUMNS (sizeof(schema) / sizeof(schema[0]))
 
+/* How many tables the list describes (it is sorted by table). */
+static size_t schema_tables(void)
+{
+        size_t n = 0;
+        for (size_t i = 0; i < SCHEMA_COLUMNS; i++)
+                n += i == 0 || strcmp(schema[i].table, schema[i - 1].table) != 0;
+        return n;
+}
+
 static int column_cmp(const char *t1, const char *c1, const char *t2, const char *c2)
 {
         int c = strcmp(t1, t2);
@@ -333,6 +364,6 @@ enum store_rc store_schema_check(struct store *s, int *differences, char *report
         }
         PQclear(r);
         if (!*differences)
-                snprintf(report, reportsz, "%zu columns in 7 tables, as described", SCHEMA_COLUMNS);
+                snprintf(report, reportsz, "%zu columns in %zu tables, as described", SCHEMA_COLUMNS, schema_tables());
         return STORE_OK;
 }
