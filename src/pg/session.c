@@ -28,6 +28,14 @@ static void set_err(char *err, size_t errsz, PGconn *conn, const PGresult *r)
         store_one_line(err);
 }
 
+/* A failed result as a store_rc (never STORE_OK), its message in err. */
+static enum store_rc failure(PGconn *conn, const PGresult *r, char *err, size_t errsz)
+{
+        enum store_rc rc = store_classify(conn, r);
+        set_err(err, errsz, conn, r);
+        return rc == STORE_OK ? STORE_ERROR : rc;
+}
+
 static void idle_text(char *buf, size_t sz, int idle_ms) { snprintf(buf, sz, "%d", idle_ms > 0 ? idle_ms : 60000); }
 
 enum store_rc session_setup(PGconn *conn, int idle_ms, char *err, size_t errsz)
@@ -36,13 +44,7 @@ enum store_rc session_setup(PGconn *conn, int idle_ms, char *err, size_t errsz)
         idle_text(idle, sizeof(idle), idle_ms);
         const char *params[1] = {idle};
         PGresult *r = PQexecParams(conn, baseline_sql, 1, NULL, params, NULL, NULL, 0);
-        enum store_rc rc = STORE_OK;
-        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-                rc = store_classify(conn, r);
-                if (rc == STORE_OK)
-                        rc = STORE_ERROR;
-                set_err(err, errsz, conn, r);
-        }
+        enum store_rc rc = PQresultStatus(r) == PGRES_TUPLES_OK ? STORE_OK : failure(conn, r, err, errsz);
         PQclear(r);
         return rc;
 }
@@ -76,10 +78,7 @@ static enum store_rc read_state(PGconn *conn, enum store_rc rc, int *rows, char 
                         const char *sqlstate = PQresultErrorField(r, PG_DIAG_SQLSTATE);
                         if (state)
                                 snprintf(state, 6, "%s", sqlstate ? sqlstate : "");
-                        rc = store_classify(conn, r);
-                        if (rc == STORE_OK)
-                                rc = STORE_ERROR;
-                        set_err(err, errsz, conn, r);
+                        rc = failure(conn, r, err, errsz);
                 }
                 PQclear(r);
         }
