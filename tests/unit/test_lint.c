@@ -170,7 +170,7 @@ static void test_lint_config(void **state)
                 "namespace: svc\npostgres:\n  conninfo: \"dbname=x\"\nkafka:\n"
                 "  bootstrap.servers: localhost:9092\n  group.id: g\n"
                 "topics:\n  - name: t\n    key:\n      subject: \"{json:user_id}\"\n"
-                "    handler:\n      path: ./h.so\n",
+                "    handler:\n      path: ./h.so\n    reply: {allow: [replies]}\n",
                 &errs);
         for (size_t i = 0; i < errs.cnt; i++)
                 printf("%s\n", errs.msgs[i]);
@@ -183,6 +183,44 @@ static void test_lint_config(void **state)
         config_errors_clear(&errs);
 }
 
+static char reply_finding[512];
+static void reply_cb(void *opaque, const struct topic_conf *t, const struct lint_finding *f)
+{
+        (void)opaque;
+        (void)t;
+        if (strstr(f->message, "reply"))
+                snprintf(reply_finding, sizeof(reply_finding), "%s%s", f->severity == LINT_WARN ? "warning: " : "",
+                         f->message);
+}
+
+/* Replies on and no reply.allow: any producer picks where dedupd writes. Warned, never an error. */
+static void test_lint_replies(void **state)
+{
+        (void)state;
+        static const char *const tails[] = {"", "    reply: {allow: [replies]}\n", "    reply: {header: \"\"}\n"};
+        static const int warned[] = {1, 0, 0};
+        for (size_t i = 0; i < 3; i++) {
+                struct config_errors errs = {0};
+                char text[1024];
+                snprintf(text, sizeof(text),
+                         "namespace: svc\npostgres:\n  conninfo: \"dbname=x\"\nkafka:\n"
+                         "  bootstrap.servers: localhost:9092\n  group.id: g\n"
+                         "topics:\n  - name: t\n    key: {subject: \"{json:order_id}\", action: PAY}\n"
+                         "    handler:\n      path: ./h.so\n%s",
+                         tails[i]);
+                struct config *cfg = config_load_string("t.yaml", text, &errs);
+                assert_non_null(cfg);
+                reply_finding[0] = '\0';
+                assert_int_equal(lint_config(cfg, reply_cb, NULL), 0);
+                if (warned[i])
+                        assert_contains(reply_finding, "warning: replies go wherever a message's 'reply-to' header names");
+                else
+                        assert_string_equal(reply_finding, "");
+                config_free(cfg);
+                config_errors_clear(&errs);
+        }
+}
+
 int main(void)
 {
         struct unit_list l = {0};
@@ -190,5 +228,6 @@ int main(void)
         unit_add(&l, "lint: findings beyond max are dropped", test_lint_max, NULL);
         unit_add(&l, "lint: malformed templates", test_lint_malformed, NULL);
         unit_add(&l, "lint: every topic of a config", test_lint_config, NULL);
+        unit_add(&l, "lint: replies without reply.allow", test_lint_replies, NULL);
         return unit_run("lint", &l);
 }
