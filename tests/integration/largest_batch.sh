@@ -32,7 +32,7 @@ one_batch kafka "$T" 100000
 
 # ---- NATS JetStream -------------------------------------------------------------------------
 nats_stream
-BATCH_MAX=100000 write_nats_config "$WORK/n.yaml" "  max_ack_pending: 100000"
+ACK_WAIT_MS=120000 BATCH_MAX=100000 write_nats_config "$WORK/n.yaml" "  max_ack_pending: 100000"
 sed -i 's/^      max_wait_ms: 20$/      max_wait_ms: 60000\n      adaptive: false/' "$WORK/n.yaml"
 orders 100000 nats- | publish
 start dn "$WORK/n.yaml"
