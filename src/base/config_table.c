@@ -101,7 +101,7 @@ static const struct field fingerprint_fields[] = {
 };
 
 static const struct field reply_fields[] = {
-        {.name = "header", .type = F_STR, .off = TOFF(reply_header), .def = "reply-to",
+        {.name = "header", .type = F_STR, .off = TOFF(reply_header), .def = "reply-to", .empty_ok = 1,
          .desc = "Header naming the reply topic; \"\" disables replies"},
         {.name = "correlation_header", .type = F_STR, .off = TOFF(correlation_header), .def = "correlation-id",
          .desc = "Header copied to the reply (and used as its Kafka key)"},
