@@ -122,8 +122,7 @@ static int is_null(const yaml_node_t *n)
         return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") || !strcmp(v, "NULL");
 }
 
-/* Whether "" is a meaningful value of a string row: it says so, or it is the default. */
-static int empty_allowed(const struct field *f)
+int config_field_empty_ok(const struct field *f)
 {
         return f->empty_ok || (f->def && !*f->def);
 }
@@ -279,7 +278,7 @@ static void no_value(struct walk *w, const struct field *f, const yaml_node_t *v
         else
                 werr(w, v, "'%s' has no value (nothing or null after the key): give one, or remove the key%s%s", path,
                      default_hint(f, d, sizeof(d)),
-                     f->type == F_STR && empty_allowed(f) ? "; \"\" (quoted) is the empty value" : "");
+                     f->type == F_STR && config_field_empty_ok(f) ? "; \"\" (quoted) is the empty value" : "");
 }
 
 /* "" where a string is required, or where it means nothing; the raw text tells a ${VAR} that
@@ -288,7 +287,7 @@ static int empty_refused(struct walk *w, const struct field *f, const yaml_node_
                          const char *path)
 {
         char d[128];
-        if (*s || empty_allowed(f))
+        if (*s || config_field_empty_ok(f))
                 return 0;
         werr(w, v, "'%s' is empty%s: %s%s", path, strstr(scalar(v), "${") ? " (after ${...} substitution)" : "",
              f->required ? "a value is required" : "give a value, or remove the key",

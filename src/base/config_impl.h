@@ -43,6 +43,9 @@ struct field {
         const char *desc;
 };
 
+/** Whether "" is a value of string row f: the row says so, or it is the row's default. */
+int config_field_empty_ok(const struct field *f);
+
 /** The top-level rows; topics and classes are their sub tables. */
 extern const struct field config_top_fields[];
 extern const struct field config_topic_fields[];
