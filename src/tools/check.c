@@ -1,11 +1,13 @@
-/* check: what `dedupctl check` does with a loaded config — handlers, key lint, the broker's side, the database. */
+/* check: what `dedupctl check` does with a loaded config — handlers, key lint, the listen address, the broker's side, the database. */
 #include "tools/check.h"
 
 #include <inttypes.h>
 #include <stdint.h>
 
+#include "base/hostport.h"
 #include "base/lint.h"
 #include "core/loader.h"
+#include "ops/http.h"
 #include "pg/store.h"
 #include "source/kafka/topics.h"
 #include "source/nats/consumers.h"
@@ -55,6 +57,17 @@ static enum check_rc check_handlers(struct check_ctx *ck)
                 loader_close(&h);
         }
         return rc;
+}
+
+/* The endpoints answer anyone who reaches them: said unless only this host can. */
+static void check_listen(struct check_ctx *ck)
+{
+        const char *l = ck->cfg->http_listen;
+        if (!*l || hostport_loopback(l))
+                return;
+        ck->warnings++;
+        fprintf(ck->o->err, "%s: warning: http.listen %s is not a loopback address: %s\n", ck->cfg->path, l,
+                HTTP_EXPOSED_WARNING);
 }
 
 /* RabbitMQ: every queue and the dead-letter exchange exist; where dead
@@ -139,6 +152,7 @@ enum check_rc check_run(const struct config *cfg, const struct check_opts *o)
         bad |= check_handlers(&ck) != CHECK_OK;
         /* Lint warnings leave the exit code 0. */
         bad |= lint_config(cfg, on_lint, &ck) != 0;
+        check_listen(&ck);
         if (!o->offline) {
                 enum check_rc b = check_broker(&ck);
                 bad |= b == CHECK_INVALID;

@@ -244,6 +244,11 @@ static void minimal_config_defaults(void **state)
         assert_int_equal(cfg->limit_headers, 64);
         assert_int_equal(cfg->limit_batch_bytes, 64 * 1024 * 1024);
         assert_int_equal(cfg->limit_outbox_backlog, 100000);
+        /* http: off, and bounded when on */
+        assert_string_equal(cfg->http_listen, "");
+        assert_int_equal(cfg->http_max_connections, 128);
+        assert_int_equal(cfg->http_max_connections_per_ip, 8);
+        assert_int_equal(cfg->http_idle_timeout_s, 10);
         config_free(cfg);
 }
 
@@ -760,6 +765,12 @@ static const struct err_case err_cases[] = {
         {"hole: http listen null",
          Y_HEAD "http: {listen: null}\n" Y_TOPICS, 1,
          "t.yaml:7:16: 'http.listen' has no value", NULL, NULL},
+        {"error: http.listen not host:port, refused at check rather than at start",
+         Y_HEAD "http: {listen: \"9400\"}\n" Y_TOPICS, 1,
+         "t.yaml:7:16: 'http.listen': '9400' is not host:port", NULL, NULL},
+        {"error: http.max_connections_per_ip 0",
+         Y_HEAD "http: {listen: \"127.0.0.1:0\", max_connections_per_ip: 0}\n" Y_TOPICS, 1,
+         "t.yaml:7:55: 'http.max_connections_per_ip': 0 is out of range [1, 10000]", NULL, NULL},
         {"hole: a second document after the config",
          Y_HEAD Y_TOPICS "---\nnamespace: other\n", 1,
          "t.yaml:14:1: a second YAML document starts here", NULL, NULL},
