@@ -9,9 +9,8 @@
 #include "base/config_impl.h"
 #include "base/strbuf.h"
 
-/* What one byte makes of a row. Bytes past C_COUNT (most of them) and the
- * bytes after the input ran out are C_BASE: the mutations stay sparse, and
- * an empty input is a config that loads. */
+/* What a mutation makes of a row. A row no mutation names is C_BASE: an empty list of
+ * mutations is a config that loads. */
 enum choice {
         C_BASE = 0, /* required: a valid value; optional: left out */
         C_VALID,    /* a valid value, also for an optional row */
@@ -30,28 +29,60 @@ enum choice {
         C_COUNT
 };
 
-struct gen {
-        const uint8_t *p;
-        size_t n;
-        const struct gen_env *env;
-        struct strbuf out;
-        int source;  /* enum source_kind the text names */
-        int topic;   /* index of the topic being written */
-        int anchors; /* &a0 ... defined so far */
+/* Four bytes of the input: which row (numbered as the walk visits them, every topic's rows
+ * and kafka's entries included), what becomes of it, and two bytes for what it needs to pick
+ * (a palette's entry, a count, a length). Naming a row outright, rather than reading a byte
+ * per row in order, lets one short input reach any row: a null topic name is four bytes. */
+struct mutation {
+        uint8_t row, choice, a, b;
 };
 
+struct gen {
+        const uint8_t *data; /* the whole input, for C_RAW */
+        size_t size;
+        const struct mutation *m;
+        size_t mcnt;
+        const struct gen_env *env;
+        struct strbuf out;
+        int source;                  /* enum source_kind the text names */
+        int topic;                   /* index of the topic being written */
+        int anchors;                 /* &a0 ... defined so far */
+        unsigned row;                /* rows visited so far */
+        unsigned keys;               /* keys written so far */
+        const struct mutation *cur;  /* the mutation of the row being written, or NULL */
+        unsigned taken;              /* bytes it gave so far */
+        uint32_t rng;
+};
+
+/* The current row's next byte: its mutation's a and b, then a sequence they seed. */
 static unsigned take(struct gen *g)
 {
-        if (!g->n)
+        if (!g->cur)
                 return 0;
-        g->n--;
-        return *g->p++;
+        switch (g->taken++) {
+        case 0: return g->cur->a;
+        case 1: return g->cur->b;
+        default:
+                g->rng ^= g->rng << 13;
+                g->rng ^= g->rng >> 17;
+                g->rng ^= g->rng << 5;
+                return g->rng >> 24;
+        }
 }
 
+/* The next row: what its mutation (the first one naming it) makes of it. */
 static enum choice choose(struct gen *g)
 {
-        unsigned b = take(g);
-        return b < C_COUNT ? (enum choice)b : C_BASE;
+        g->row++;
+        g->cur = NULL;
+        g->taken = 0;
+        for (size_t i = 0; i < g->mcnt && !g->cur; i++)
+                if (g->m[i].row == (g->row & 0xff))
+                        g->cur = &g->m[i];
+        if (!g->cur)
+                return C_BASE;
+        g->rng = 0x9e3779b9u ^ ((uint32_t)g->cur->a << 8 | g->cur->b) ^ g->row << 16;
+        return (enum choice)(g->cur->choice % C_COUNT);
 }
 
 static void emitf(struct gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -228,10 +259,10 @@ static void emit_odd(struct gen *g, const struct field *f)
  * directory, where no shared object lives), some bytes raw (not UTF-8), the rest escaped. */
 static void emit_raw(struct gen *g)
 {
-        unsigned len = take(g) % 64;
+        unsigned len = take(g) % 64, from = take(g);
         strbuf_adds(&g->out, "\"");
-        for (unsigned i = 0; i < len; i++) {
-                unsigned char b = (unsigned char)take(g);
+        for (unsigned i = 0; i < len && g->size; i++) {
+                unsigned char b = g->data[(from + i) % g->size];
                 if (b == '/')
                         b = '_';
                 if ((b >= 0x20 && b < 0x7f && b != '"' && b != '\\') || (b >= 0x80 && (b & 1)))
@@ -301,6 +332,7 @@ static int base_present(const struct gen *g, const struct field *f, const char *
 
 static void emit_key(struct gen *g, int ind, const char *name)
 {
+        g->keys++;
         indent(g, ind);
         emitf(g, "%s:", name);
 }
@@ -319,7 +351,13 @@ static void emit_kafka(struct gen *g, int ind, enum choice c)
                 {"metadata.broker.list", "@K", ""},        {"statistics.interval.ms", "0", "x"},
         };
         static const struct field kv_row = {.name = "kafka.*", .type = F_STR};
-        int extras = c == C_VALID ? (int)(take(g) % 4) : 0;
+        int extras = c == C_VALID ? (int)(take(g) % 4) : 0; /* at most 3 */
+        const char *const *extra[3];
+        const char *extra_value[3];
+        for (int i = 0; i < extras; i++) { /* picked now: the entries below are rows of their own */
+                extra[i] = props[take(g) % COUNT(props)];
+                extra_value[i] = extra[i][1 + take(g) % 2];
+        }
         const char *required[] = {"bootstrap.servers", "group.id"};
         for (int i = 0; i < 2; i++) {
                 enum choice e = choose(g);
@@ -336,11 +374,9 @@ static void emit_kafka(struct gen *g, int ind, enum choice c)
                 }
         }
         for (int i = 0; i < extras; i++) {
-                const char *const *p = props[take(g) % COUNT(props)];
-                emit_key(g, ind, p[0]);
+                emit_key(g, ind, extra[i][0]);
                 emitf(g, " ");
-                const char *v = p[1 + take(g) % 2];
-                emit_quoted(g, !strcmp(v, "@K") ? g->env->kafka : v);
+                emit_quoted(g, !strcmp(extra_value[i], "@K") ? g->env->kafka : extra_value[i]);
                 emitf(g, "\n");
         }
 }
@@ -349,14 +385,16 @@ static void emit_kafka(struct gen *g, int ind, enum choice c)
 static void emit_section(struct gen *g, const struct field *f, const char *path, int ind, int must)
 {
         struct strbuf saved = g->out;
+        unsigned keys = g->keys;
         g->out = (struct strbuf){0};
         emit_rows(g, f->sub, path, ind + 2);
         struct strbuf body = g->out;
+        int empty = g->keys == keys; /* comments at most */
         g->out = saved;
-        if (body.len || must) {
+        if (!empty || must) {
                 emit_key(g, ind, f->name);
-                emitf(g, body.len ? "\n" : " {}\n");
-                if (body.len)
+                emitf(g, empty ? " {}\n" : "\n");
+                if (!empty)
                         strbuf_add(&g->out, body.p, body.len);
         }
         free(body.p);
@@ -431,6 +469,10 @@ static void emit_compound(struct gen *g, const struct field *f, const char *path
 static void emit_row(struct gen *g, const struct field *f, const char *path, int ind)
 {
         enum choice c = choose(g);
+        if (g->env->number_rows) {
+                indent(g, ind);
+                emitf(g, "# row %u: %s\n", g->row & 0xff, path);
+        }
         if (c == C_UNKNOWN) {
                 indent(g, ind);
                 emitf(g, "zz_%s: 1\n", f->name);
@@ -465,7 +507,8 @@ static void emit_rows(struct gen *g, const struct field *rows, const char *prefi
 
 char *gen_config(const uint8_t *data, size_t size, const struct gen_env *env, int *source)
 {
-        struct gen g = {.p = data, .n = size, .env = env, .source = SOURCE_KAFKA};
+        struct gen g = {.data = data, .size = size, .m = (const struct mutation *)data,
+                        .mcnt = size / sizeof(struct mutation), .env = env, .source = SOURCE_KAFKA};
         emit_rows(&g, config_top_fields, "", 0);
         strbuf_add(&g.out, "", 1);
         *source = g.source;

@@ -12,16 +12,19 @@ struct gen_env {
         const char *nats_url; /* nats://127.0.0.1:PORT */
         const char *amqp_url; /* amqp://u:p@127.0.0.1:PORT/v */
         const char *handler;  /* a real handler shared object */
+        int number_rows;      /* a "# row N" comment above each row (to write a reproducer by hand) */
 };
 
 /**
  * The YAML text the bytes choose (malloc'd, NUL-terminated). Every row of
  * config_top_fields, the topics' and the classes' rows is visited in
- * order; one byte per row chooses: the baseline (0, and once the bytes run
- * out: a config that loads), a valid value, a null, "", a list or a mapping
- * where a scalar goes, an extreme or odd value, the key twice, an unknown
- * key beside it, deep nesting, an anchor or an alias, a ${VAR}, or raw
- * bytes. *source receives the source the text names (enum source_kind).
+ * order, numbered as visited; the bytes are a list of mutations, four
+ * bytes each: a row's number, what becomes of it — a valid value, a null,
+ * "", a list or a mapping where a scalar goes, an extreme or odd value,
+ * the key twice, an unknown key beside it, deep nesting, an anchor or an
+ * alias, a ${VAR}, or raw bytes — and two bytes for what it picks. A row
+ * no mutation names is the baseline: no bytes at all is a config that
+ * loads. *source receives the source the text names (enum source_kind).
  */
 char *gen_config(const uint8_t *data, size_t size, const struct gen_env *env, int *source);
 

@@ -17,7 +17,7 @@
 #error "FUZZ_HANDLER (a handler shared object) must be defined by the build"
 #endif
 
-/* The last input byte says what else this input runs (the generator reads the others). The
+/* The first input byte says what else this input runs (the generator reads the others). The
  * broker's and the database's side of check costs ~3 ms (a Kafka client made and destroyed),
  * forty times the rest: one input in eight asks them, so a minute still runs ~10^5 configs. */
 #define RUN_ONLINE(b) (((b) & 7) == 1) /* the broker's and the database's side of check */
@@ -51,7 +51,7 @@ static void setup(void)
         snprintf(conninfo, sizeof(conninfo), "host=127.0.0.1 port=%d dbname=x user=u connect_timeout=1", port);
         snprintf(nats_url, sizeof(nats_url), "nats://127.0.0.1:%d", port);
         snprintf(amqp_url, sizeof(amqp_url), "amqp://u:p@127.0.0.1:%d/v", port);
-        env = (struct gen_env){kafka, conninfo, nats_url, amqp_url, FUZZ_HANDLER};
+        env = (struct gen_env){kafka, conninfo, nats_url, amqp_url, FUZZ_HANDLER, 0};
         /* Held for the whole run: the handler is instrumented, and libFuzzer cannot take its
          * counters being unmapped by the dlclose of every check. */
         if (!dlopen(FUZZ_HANDLER, RTLD_NOW | RTLD_LOCAL)) {
@@ -172,7 +172,7 @@ static void reload(const char *yaml)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         struct config_errors errs = {0};
-        unsigned run = size ? data[size - 1] : 0;
+        unsigned run = size ? data[0] : 0;
         int source;
 
         if (!sink) {
@@ -182,9 +182,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 FUZZ_ASSERT(live, "the baseline config does not load: %s\n%s", errs.cnt ? errs.msgs[0] : "?", base);
                 free(base);
         }
-        char *yaml = gen_config(data, size ? size - 1 : 0, &env, &source);
-        /* What a reproducer's bytes make, and what became of it: replay it with this set. */
+        /* What a reproducer's bytes make, and what became of it: replay it with this set
+         * (FUZZ_PRINT_CONFIG=rows: with each row's number, which moves the lines). */
         FILE *talk = getenv("FUZZ_PRINT_CONFIG") ? stderr : sink;
+        env.number_rows = talk != sink && !strcmp(getenv("FUZZ_PRINT_CONFIG"), "rows");
+        char *yaml = gen_config(data + !!size, size ? size - 1 : 0, &env, &source);
         if (talk != sink)
                 fprintf(talk, "---- fuzz.yaml (online %d, reload %d)\n%s----\n", RUN_ONLINE(run), !!RUN_RELOAD(run), yaml);
         struct config *cfg = config_load_string("fuzz.yaml", yaml, &errs);
