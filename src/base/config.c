@@ -483,6 +483,11 @@ static long kafka_index(const struct config *cfg, const char *name)
         return -1;
 }
 
+/* What a kafka: property is to the checks on values: a string, passed on verbatim even when "";
+ * the two dedupd needs are required (config_check_kafka). */
+static const struct field kafka_value = {.name = "kafka.*", .type = F_STR, .empty_ok = 1};
+static const struct field kafka_required = {.name = "kafka.*", .type = F_STR, .required = 1};
+
 static void walk_kafka(struct walk *w, const yaml_node_t *n)
 {
         struct config *cfg = w->cfg;
@@ -506,9 +511,8 @@ static void walk_kafka(struct walk *w, const yaml_node_t *n)
                         continue;
                 }
                 if (is_null(v)) {
-                        werr(w, v, "'%s' has no value (nothing or null after the key): give one, or remove the "
-                                   "key; \"\" (quoted) is passed on as an empty value",
-                             path);
+                        int needed = !strcmp(scalar(k), "bootstrap.servers") || !strcmp(scalar(k), "group.id");
+                        no_value(w, needed ? &kafka_required : &kafka_value, v, path);
                         refused_add(w, path);
                         continue;
                 }

@@ -71,7 +71,7 @@ for c in "s/^  - name: .*/  - name:/|^  - name:|10|'topics\[0\].name' is require
         "s/^      subject: .*/      subject:/|^      subject:|15|'topics\[0\].key.subject' is required but has no value" \
         "s#^      path: .*#      path: ~#|^      path:|13|'topics\[0\].handler.path' is required but has no value" \
         "s#^  conninfo: .*#  conninfo: \"\"#|^  conninfo:|13|'postgres.conninfo' is empty: a value is required" \
-        "s/^  bootstrap.servers: .*/  bootstrap.servers:/|^  bootstrap.servers:|21|'kafka.bootstrap.servers' has no value" \
+        "s/^  bootstrap.servers: .*/  bootstrap.servers:/|^  bootstrap.servers:|21|'kafka.bootstrap.servers' is required but has no value" \
         "/^      subject: /d;/^      action: /d|^    key:|9|'topics\[0\].key' is required but has no value"; do
         IFS='|' read -r expr pat col want <<<"$c"
         line=$(grep -n -m1 -- "$pat" "$WORK/good.yaml" | cut -d: -f1)

@@ -706,7 +706,10 @@ static const struct err_case err_cases[] = {
          "t.yaml:4:7: 'kafka' has no value", NULL, NULL},
         {"hole: kafka bootstrap.servers with nothing after it (not also 'missing')",
          "namespace: svc\n" Y_PG "kafka:\n  bootstrap.servers:\n  group.id: g\n" Y_TOPICS, 1,
-         "t.yaml:5:21: 'kafka.bootstrap.servers' has no value", "\"\" (quoted) is passed on", NULL},
+         "t.yaml:5:21: 'kafka.bootstrap.servers' is required but has no value", NULL, NULL},
+        {"hole: another kafka property with nothing after it",
+         Y_HEAD "  client.id:\n" Y_TOPICS, 1,
+         "t.yaml:7:13: 'kafka.client.id' has no value", "\"\" (quoted) is the empty value", NULL},
         {"hole: kafka group.id from a ${VAR} that is empty",
          "namespace: svc\n" Y_PG "kafka:\n  bootstrap.servers: b:9092\n  group.id: \"${DEDUPD_TEST_EMPTY}\"\n"
          Y_TOPICS, 1,
