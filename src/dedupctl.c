@@ -8,18 +8,16 @@
 
 #include "base/config.h"
 #include "base/keyspec.h"
-#include "base/lint.h"
 #include "core/loader.h"
 #include "base/log.h"
 #include "base/version.h"
 #include "tools/replay.h"
 #include "tools/replay_nats.h"
 #include "core/retention.h"
+#include "tools/check.h"
 #include "tools/outbox.h"
 #include "tools/plan.h"
 #include "source/kafka/topics.h"
-#include "source/nats/consumers.h"
-#include "source/rabbitmq/queues.h"
 #include "pg/audit.h"
 #include "pg/store.h"
 #include "pg/grants.h"
@@ -105,140 +103,6 @@ static struct config *load(const char *path)
                 fprintf(stderr, "%s\n", errs.msgs[i]);
         config_errors_clear(&errs);
         return cfg;
-}
-
-/* What check found besides errors. */
-struct check_ctx {
-        const struct config *cfg;
-        int warnings;
-};
-
-static void check_lint(void *opaque, const struct topic_conf *t, const struct lint_finding *f)
-{
-        struct check_ctx *ck = opaque;
-        const struct config *cfg = ck->cfg;
-        ck->warnings += f->severity == LINT_WARN;
-        fprintf(stderr, "%s:%d:%d: %stopic '%s': %s\n", cfg->path, t->line, t->col,
-                f->severity == LINT_WARN ? "warning: " : "", t->name, f->message);
-}
-
-static void check_topics(void *opaque, enum topics_severity sev, const char *file, int line, int col,
-                         const char *msg)
-{
-        struct check_ctx *ck = opaque;
-        ck->warnings += sev == TOPICS_WARN;
-        fprintf(stderr, "%s:%d:%d: %s%s\n", file, line, col, sev == TOPICS_WARN ? "warning: " : "", msg);
-}
-
-/* RabbitMQ: every queue and the dead-letter exchange exist; where dead
- * letters go without one. 0, 1 (invalid) or 2 (unreachable), as check_broker. */
-static int check_queues(const struct config *cfg, struct check_ctx *ck)
-{
-        char err[1024];
-        enum rmq_check_rc rc = rmq_queues_check(cfg, 0, err, sizeof(err));
-        if (rc != RMQ_CHECK_OK) {
-                fprintf(stderr, "%s: %s%s\n", cfg->path, rc == RMQ_CHECK_UNREACHABLE ? "RabbitMQ: " : "", err);
-                return rc == RMQ_CHECK_INVALID ? 1 : 2;
-        }
-        printf("RabbitMQ: every queue exists%s\n", *cfg->rmq_dlx ? ", and the dead-letter exchange" : "");
-        if (!*cfg->rmq_dlx) {
-                ck->warnings++;
-                fprintf(stderr, "%s: warning: rabbitmq.dead_letter.exchange is not set: unkeyable messages are "
-                                "rejected to each queue's own x-dead-letter-exchange, without reason headers "
-                                "(dropped where a queue has none)\n",
-                        cfg->path);
-        }
-        return 0;
-}
-
-/* Whether the database answers, as dedupd will reach it (connect_timeout
- * and all); 0, or 2 with the reason on stderr. */
-static int check_database(const struct config *cfg)
-{
-        char err[1200];
-        struct store *s = store_open(cfg->pg_conninfo, err, sizeof(err));
-        if (!s) {
-                fprintf(stderr, "%s: %s\n", cfg->path, err);
-                return 2;
-        }
-        printf("database %s: connected\n", store_target(s));
-        store_free(s);
-        return 0;
-}
-
-/* source: nats — the server answers and holds the stream: 0, 1 (no such
- * stream) or 2 (no answer), the reason on stderr. */
-static int check_nats(const struct config *cfg)
-{
-        struct nats_link l;
-        char err[1200];
-        uint64_t last = 0;
-        if (nats_link_open(&l, cfg, err, sizeof(err))) {
-                fprintf(stderr, "%s: %s\n", cfg->path, err);
-                return 2;
-        }
-        enum nats_check_rc c = nats_stream_check(&l, cfg, &last, err, sizeof(err));
-        if (c == NATS_CHECK_OK)
-                printf("stream %s on %s: exists, last sequence %" PRIu64 "\n", cfg->nats_stream, l.server, last);
-        else
-                fprintf(stderr, "%s: %s\n", cfg->path, err);
-        nats_link_close(&l);
-        return c == NATS_CHECK_OK ? 0 : c == NATS_CHECK_FAILED ? 1 : 2;
-}
-
-/* The broker's side of check: Kafka's topics, or the NATS stream. 1 when
- * what it found is wrong, 2 when it could not tell. */
-static int check_broker(struct config *cfg, struct check_ctx *ck)
-{
-        char rerr[1024];
-        if (cfg->source == SOURCE_NATS)
-                return check_nats(cfg);
-        if (cfg->source == SOURCE_RABBITMQ)
-                return check_queues(cfg, ck);
-        enum topics_rc t = topics_check(cfg, TOPICS_CHECK_ONLY, TOPICS_CHECK_TIMEOUT_MS, check_topics, ck, NULL, rerr,
-                                        sizeof(rerr));
-        return t == TOPICS_UNREACHABLE || t == TOPICS_REFUSED ? 2 : t == TOPICS_INVALID ? 1 : 0;
-}
-
-static int cmd_check(struct config *cfg, int print, int offline)
-{
-        struct check_ctx ck = {cfg, 0};
-        int bad = 0;
-        if (print)
-                config_dump(cfg, stdout);
-        for (size_t i = 0; i < cfg->topic_cnt; i++) {
-                const struct topic_conf *t = &cfg->topics[i];
-                struct handler h;
-                char err[1024];
-                if (loader_open(&h, t->handler_path, err, sizeof(err))) {
-                        fprintf(stderr, "%s:%d:%d: %s\n", cfg->path, t->line, t->col, err);
-                        bad = 1;
-                        continue;
-                }
-                printf("topic %s: key %s%s%s%s%s, handler %s (ABI %u), dead letters to %s\n", t->name,
-                       t->key_subject, t->key_action ? "/" : "", t->key_action ? t->key_action : "",
-                       t->key_request ? "/" : "", t->key_request ? t->key_request : "",
-                       h.desc->name ? h.desc->name : "?", h.desc->abi_major, t->dlq_topic);
-                loader_close(&h);
-        }
-        /* Lint warnings leave the exit code 0. */
-        if (lint_config(cfg, check_lint, &ck))
-                bad = 1;
-        if (!offline) {
-                int b = check_broker(cfg, &ck), unreachable = b == 2;
-                if (b == 1)
-                        bad = 1;
-                /* Unreachable: exit 2, as every dedupctl command, whatever else was found. */
-                if (check_database(cfg) || unreachable)
-                        return 2;
-        }
-        if (bad)
-                return 1;
-        printf("%s: OK (namespace %s, %zu topic(s)", cfg->path, cfg->namespace, cfg->topic_cnt);
-        if (ck.warnings)
-                printf(", %d warning(s)", ck.warnings);
-        printf(")\n");
-        return 0;
 }
 
 static struct store *connect_db(const struct config *cfg)
@@ -779,7 +643,12 @@ static int run_command(enum cmd_id id, const struct args *a, int nwords, char *c
                 return id == CMD_CHECK ? 1 : 2;
         }
         switch (id) {
-        case CMD_CHECK: rc = cmd_check(cfg, a->print, a->offline); break;
+        case CMD_CHECK: {
+                struct check_opts co = {.print = a->print, .offline = a->offline,
+                                        .broker_timeout_ms = TOPICS_CHECK_TIMEOUT_MS, .out = stdout, .err = stderr};
+                rc = (int)check_run(cfg, &co);
+                break;
+        }
         case CMD_MIGRATE: rc = cmd_migrate(cfg); break;
         case CMD_INSPECT: rc = cmd_inspect(cfg, words[0]); break;
         case CMD_STATS: rc = cmd_stats(cfg); break;

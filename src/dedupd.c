@@ -9,6 +9,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "base/config.h"
+#include "base/hostport.h"
 
 #include "base/mem.h"
 #include "core/runner.h"
@@ -188,11 +189,15 @@ static int start_ops(struct daemon *d)
                 log_info("dedupd", "systemd watchdog every %lld ms", (long long)wd);
         if (!*cfg->http_listen)
                 return 0;
-        if (!(d->http = http_start(cfg->http_listen, err, sizeof(err)))) {
+        struct http_opts ho = {cfg->http_listen, (unsigned)cfg->http_max_connections,
+                               (unsigned)cfg->http_max_connections_per_ip, (unsigned)cfg->http_idle_timeout_s};
+        if (!(d->http = http_start(&ho, err, sizeof(err)))) {
                 log_error("dedupd", "%s", err);
                 return 2;
         }
         log_info("dedupd", "serving /metrics, /healthz and /readyz on http://%s", http_address(d->http));
+        if (!hostport_loopback(cfg->http_listen))
+                log_warn("dedupd", "http.listen %s is not a loopback address: %s", cfg->http_listen, HTTP_EXPOSED_WARNING);
         return 0;
 }
 

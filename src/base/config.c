@@ -73,6 +73,8 @@ struct walk {
         struct config *cfg;
         int kafka_seen;
         int kafka_line, kafka_col; /* where `kafka:` entries start, for "missing" errors */
+        char **refused;            /* paths written whose value was refused: not "missing" too */
+        size_t refused_cnt;
         size_t tree_budget;        /* values left for handler config subtrees */
         int tree_err;              /* reported a too deep/large subtree already */
 };
@@ -103,6 +105,26 @@ static void werr(struct walk *w, const yaml_node_t *n, const char *fmt, ...)
 static const char *scalar(const yaml_node_t *n)
 {
         return (const char *)n->data.scalar.value;
+}
+
+/* A YAML null: a plain scalar that is empty ("key:" with nothing after it), ~ or null, or one
+ * tagged !!null. libyaml resolves no tags, so every such value would otherwise read as a string. */
+static int is_null(const yaml_node_t *n)
+{
+        const char *v;
+        if (n->type != YAML_SCALAR_NODE)
+                return 0;
+        if (n->tag && !strcmp((const char *)n->tag, YAML_NULL_TAG))
+                return 1;
+        if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+                return 0; /* "" and 'null' are strings */
+        v = scalar(n);
+        return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") || !strcmp(v, "NULL");
+}
+
+int config_field_empty_ok(const struct field *f)
+{
+        return f->empty_ok || (f->def && !*f->def);
 }
 
 static const char *node_kind(const yaml_node_t *n)
@@ -223,12 +245,66 @@ static const char *enum_text(const struct enum_name *names, int value)
         return "?";
 }
 
+static void refused_add(struct walk *w, const char *path)
+{
+        w->refused = xrealloc(w->refused, (w->refused_cnt + 1) * sizeof(*w->refused));
+        w->refused[w->refused_cnt++] = xstrdup(path);
+}
+
+int config_checks_refused(const struct config_checks *c, const char *path)
+{
+        for (size_t i = 0; i < c->refused_cnt; i++)
+                if (!strcmp(c->refused[i], path))
+                        return 1;
+        return 0;
+}
+
+/* " for the default (500)" when the row has a default worth naming, else "". */
+static const char *default_hint(const struct field *f, char *buf, size_t bufsz)
+{
+        if (!f->def || !*f->def)
+                return "";
+        snprintf(buf, bufsz, " for the default (%s)", f->def);
+        return buf;
+}
+
+/* A key written with nothing (or null) after it: refused, whatever the row's type, before any
+ * value reaches a broker or the database. */
+static void no_value(struct walk *w, const struct field *f, const yaml_node_t *v, const char *path)
+{
+        char d[128];
+        if (f->required)
+                werr(w, v, "'%s' is required but has no value (nothing or null after the key)", path);
+        else
+                werr(w, v, "'%s' has no value (nothing or null after the key): give one, or remove the key%s%s", path,
+                     default_hint(f, d, sizeof(d)),
+                     f->type == F_STR && config_field_empty_ok(f) ? "; \"\" (quoted) is the empty value" : "");
+}
+
+/* "" where a string is required, or where it means nothing; the raw text tells a ${VAR} that
+ * came out empty from an empty value written as such. */
+static int empty_refused(struct walk *w, const struct field *f, const yaml_node_t *v, const char *s,
+                         const char *path)
+{
+        char d[128];
+        if (*s || config_field_empty_ok(f))
+                return 0;
+        werr(w, v, "'%s' is empty%s: %s%s", path, strstr(scalar(v), "${") ? " (after ${...} substitution)" : "",
+             f->required ? "a value is required" : "give a value, or remove the key",
+             f->required ? "" : default_hint(f, d, sizeof(d)));
+        return 1;
+}
+
 static void read_str(struct walk *w, const struct field *f, const yaml_node_t *v, void *slot, const char *path)
 {
         char *s = scalar_value(w, v, path);
         char err[512];
         if (!s)
                 return;
+        if (empty_refused(w, f, v, s, path)) {
+                free(s);
+                return;
+        }
         if (f->check && f->check(s, err, sizeof(err))) {
                 werr(w, v, "'%s': %s", path, err);
                 free(s);
@@ -290,16 +366,12 @@ static void walk_map(struct walk *w, const yaml_node_t *map, const struct field 
 static void read_section(struct walk *w, const struct field *f, const yaml_node_t *v, void *base, const char *path)
 {
         char sub[256];
-        if (v->type != YAML_MAPPING_NODE) {
-                werr(w, v, "'%s' must be a mapping, not %s", path, node_kind(v));
-                return;
-        }
         snprintf(sub, sizeof(sub), "%s.", path);
         walk_map(w, v, f->sub, base, sub);
 }
 
-/* One key's value into its row's slot. */
-static void read_value(struct walk *w, const struct field *f, const yaml_node_t *v, void *base, const char *path)
+/* One key's value into its row's slot, as its type reads it. */
+static void read_typed(struct walk *w, const struct field *f, const yaml_node_t *v, void *base, const char *path)
 {
         void *slot = (char *)base + f->off;
         switch (f->type) {
@@ -317,6 +389,19 @@ static void read_value(struct walk *w, const struct field *f, const yaml_node_t 
         case F_TOPICS: walk_topics(w, v); break;
         case F_CLASSES: walk_classes(w, v, f->sub); break;
         }
+}
+
+/* One key's value: a null is refused whatever the type; a refused value is remembered, so that
+ * the checks across keys do not call it missing as well. */
+static void read_value(struct walk *w, const struct field *f, const yaml_node_t *v, void *base, const char *path)
+{
+        size_t errs_before = w->errs->cnt;
+        if (is_null(v))
+                no_value(w, f, v, path);
+        else
+                read_typed(w, f, v, base, path);
+        if (w->errs->cnt > errs_before)
+                refused_add(w, path);
 }
 
 /* The row of key k, or NULL after reporting it unknown. */
@@ -360,7 +445,14 @@ static void walk_map(struct walk *w, const yaml_node_t *map, const struct field 
         int seen[nf ? nf : 1];
         memset(seen, 0, sizeof(seen));
         if (map->type != YAML_MAPPING_NODE) {
-                werr(w, map, "'%s' must be a mapping, not %s", *prefix ? prefix : "top level", node_kind(map));
+                /* prefix is "topics[0].key.": the mapping's own name without the dot */
+                int len = *prefix ? (int)strlen(prefix) - 1 : 9;
+                const char *name = *prefix ? prefix : "top level";
+                if (is_null(map))
+                        werr(w, map, "'%.*s' has no value (nothing or null after it): its settings go under it, "
+                                     "as a mapping", len, name);
+                else
+                        werr(w, map, "'%.*s' must be a mapping, not %s", len, name, node_kind(map));
                 return;
         }
         for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
@@ -383,6 +475,19 @@ static void walk_map(struct walk *w, const yaml_node_t *map, const struct field 
 }
 static int secret_property(const char *name);
 
+static long kafka_index(const struct config *cfg, const char *name)
+{
+        for (size_t i = 0; i < cfg->kafka_cnt; i++)
+                if (!strcmp(cfg->kafka[i].name, name))
+                        return (long)i;
+        return -1;
+}
+
+/* What a kafka: property is to the checks on values: a string, passed on verbatim even when "";
+ * the two dedupd needs are required (config_check_kafka). */
+static const struct field kafka_value = {.name = "kafka.*", .type = F_STR, .empty_ok = 1};
+static const struct field kafka_required = {.name = "kafka.*", .type = F_STR, .required = 1};
+
 static void walk_kafka(struct walk *w, const yaml_node_t *n)
 {
         struct config *cfg = w->cfg;
@@ -401,9 +506,21 @@ static void walk_kafka(struct walk *w, const yaml_node_t *n)
                         continue;
                 }
                 snprintf(path, sizeof(path), "kafka.%s", scalar(k));
-                char *val = scalar_value(w, v, path);
-                if (!val)
+                if (kafka_index(cfg, scalar(k)) >= 0) {
+                        werr(w, k, "duplicate key '%s'", path);
                         continue;
+                }
+                if (is_null(v)) {
+                        int needed = !strcmp(scalar(k), "bootstrap.servers") || !strcmp(scalar(k), "group.id");
+                        no_value(w, needed ? &kafka_required : &kafka_value, v, path);
+                        refused_add(w, path);
+                        continue;
+                }
+                char *val = scalar_value(w, v, path);
+                if (!val) {
+                        refused_add(w, path);
+                        continue;
+                }
                 if (secret_property(scalar(k)))
                         redact_add(val); /* however it got here: never in a log line */
                 struct config_kv *nk = xrealloc(cfg->kafka, (cfg->kafka_cnt + 1) * sizeof(*nk));
@@ -553,7 +670,8 @@ static void walk_document(const char *name, yaml_document_t *doc, struct config_
         }
         walk_map(&w, root, config_top_fields, cfg, "");
         struct config_checks c = {.file = name, .errs = errs, .cfg = cfg, .kafka_seen = w.kafka_seen,
-                                  .kafka_line = w.kafka_line, .kafka_col = w.kafka_col};
+                                  .kafka_line = w.kafka_line, .kafka_col = w.kafka_col,
+                                  .refused = (const char *const *)w.refused, .refused_cnt = w.refused_cnt};
         int kl, kc;
         key_position(&w, root, "source", &c.source_line, &c.source_col);
         c.nats_given = key_position(&w, root, "nats", &c.nats_line, &c.nats_col);
@@ -565,6 +683,30 @@ static void walk_document(const char *name, yaml_document_t *doc, struct config_
                 config_check_kafka(&c);
         config_check_classes(&c);
         config_finish_topics(&c);
+        for (size_t i = 0; i < w.refused_cnt; i++)
+                free(w.refused[i]);
+        free(w.refused);
+}
+
+static void syntax_error(const yaml_parser_t *p, const char *name, struct config_errors *errs)
+{
+        config_errors_add(errs, name, (int)p->problem_mark.line + 1, (int)p->problem_mark.column + 1,
+                          "YAML syntax: %s%s%s", p->problem ? p->problem : "error", p->context ? " " : "",
+                          p->context ? p->context : "");
+}
+
+/* What follows the first document would be ignored: refused instead. */
+static void refuse_second_document(yaml_parser_t *p, const char *name, struct config_errors *errs)
+{
+        yaml_document_t next;
+        if (!yaml_parser_load(p, &next)) {
+                syntax_error(p, name, errs);
+                return;
+        }
+        if (yaml_document_get_root_node(&next))
+                config_errors_add(errs, name, (int)next.start_mark.line + 1, (int)next.start_mark.column + 1,
+                                  "a second YAML document starts here: a configuration is one document");
+        yaml_document_delete(&next);
 }
 
 static struct config *load(const char *name, const char *buf, size_t len, struct config_errors *errs)
@@ -587,13 +729,12 @@ static struct config *load(const char *name, const char *buf, size_t len, struct
         yaml_parser_initialize(&parser);
         yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
         if (!yaml_parser_load(&parser, &doc)) {
-                config_errors_add(errs, name, (int)parser.problem_mark.line + 1, (int)parser.problem_mark.column + 1,
-                                  "YAML syntax: %s%s%s", parser.problem ? parser.problem : "error",
-                                  parser.context ? " " : "", parser.context ? parser.context : "");
+                syntax_error(&parser, name, errs);
                 yaml_parser_delete(&parser);
                 config_free(cfg);
                 return NULL;
         }
+        refuse_second_document(&parser, name, errs);
         yaml_parser_delete(&parser);
         walk_document(name, &doc, errs, cfg);
         yaml_document_delete(&doc);

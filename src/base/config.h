@@ -149,6 +149,9 @@ struct config {
         int limit_outbox_backlog; /* unsent outbox rows at which consumption pauses; 0: none */
         /* http: */
         char *http_listen;           /* "" : no endpoints */
+        int http_max_connections;    /* served at once */
+        int http_max_connections_per_ip;
+        int http_idle_timeout_s;     /* a connection silent this long is closed */
         int http_gauges_interval_ms; /* gauges read from the database */
 };
 

@@ -47,7 +47,8 @@ void config_check_kafka(struct config_checks *w)
 {
         struct config *cfg = w->cfg;
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
-        int have_bootstrap = 0, have_group = 0;
+        int have_bootstrap = config_checks_refused(w, "kafka.bootstrap.servers"),
+            have_group = config_checks_refused(w, "kafka.group.id");
 
         for (size_t i = 0; i < cfg->kafka_cnt; i++) {
                 const struct config_kv *kv = &cfg->kafka[i];
@@ -65,10 +66,16 @@ void config_check_kafka(struct config_checks *w)
                                           "known bugs in librdkafka 2.0.x; use range or roundrobin");
                         continue;
                 }
-                if (!strcmp(kv->name, "bootstrap.servers") || !strcmp(kv->name, "metadata.broker.list"))
-                        have_bootstrap = *kv->value != '\0';
-                if (!strcmp(kv->name, "group.id"))
-                        have_group = *kv->value != '\0';
+                int bootstrap = !strcmp(kv->name, "bootstrap.servers") || !strcmp(kv->name, "metadata.broker.list");
+                int group = !strcmp(kv->name, "group.id");
+                have_bootstrap |= bootstrap;
+                have_group |= group;
+                /* Present but "" (or a ${VAR} that came out empty): said where it is. */
+                if ((bootstrap || group) && !*kv->value) {
+                        config_errors_add(w->errs, w->file, kv->line, kv->col,
+                                          "'kafka.%s' is empty: a value is required", kv->name);
+                        continue;
+                }
                 if (rd_kafka_conf_set(conf, kv->name, kv->value, errstr, sizeof(errstr)) !=
                     RD_KAFKA_CONF_OK)
                         config_errors_add(w->errs, w->file, kv->line, kv->col, "kafka.%s: %s", kv->name,
@@ -194,8 +201,9 @@ static void check_rabbitmq(struct config_checks *w)
 {
         struct config *cfg = w->cfg;
         if (!cfg->rmq_url || !*cfg->rmq_url) {
-                config_errors_add(w->errs, w->file, w->rmq_line, w->rmq_col,
-                                  "missing required key 'rabbitmq.url' (source: rabbitmq)");
+                if (!config_checks_refused(w, "rabbitmq.url")) /* else reported where it is */
+                        config_errors_add(w->errs, w->file, w->rmq_line, w->rmq_col,
+                                          "missing required key 'rabbitmq.url' (source: rabbitmq)");
         } else {
                 /* Parsed in place: a copy, and never the URL itself in the message (a password). */
                 struct amqp_connection_info info;
@@ -218,7 +226,7 @@ static void check_rabbitmq(struct config_checks *w)
 static void check_nats(struct config_checks *w)
 {
         struct config *cfg = w->cfg;
-        if (!cfg->nats_stream || !*cfg->nats_stream)
+        if ((!cfg->nats_stream || !*cfg->nats_stream) && !config_checks_refused(w, "nats.stream"))
                 config_errors_add(w->errs, w->file, w->nats_line, w->nats_col,
                                   "missing required key 'nats.stream' (source: nats consumes one JetStream stream)");
         if (w->kafka_seen)

@@ -36,10 +36,15 @@ struct field {
         const struct field *sub;        /* F_SECTION, F_TOPICS, F_CLASSES: the rows inside */
         const struct enum_name *names;  /* F_ENUM: NULL-terminated */
         int (*check)(const char *v, char *err, size_t errsz); /* F_STR: more than a type */
+        int empty_ok;                   /* F_STR: "" is a value with a meaning (the desc says which);
+                                         * implied by a default of "". Otherwise "" is refused. */
         int secret;                     /* never printed (config_dump) */
         int reload;                     /* SIGHUP applies a new value without a restart */
         const char *desc;
 };
+
+/** Whether "" is a value of string row f: the row says so, or it is the row's default. */
+int config_field_empty_ok(const struct field *f);
 
 /** The top-level rows; topics and classes are their sub tables. */
 extern const struct field config_top_fields[];
@@ -54,6 +59,8 @@ struct config_checks {
         struct config *cfg;
         int kafka_seen;
         int kafka_line, kafka_col; /* where `kafka:` entries start, for "missing" errors */
+        const char *const *refused;  /* paths written whose value was refused, reported where it is */
+        size_t refused_cnt;
         int source_line, source_col; /* `source:` (or the document's start) */
         int nats_line, nats_col;     /* `nats:` (or the document's start) */
         int kafka_given;             /* a `kafka:` key is there (a mapping or not) */
@@ -61,6 +68,9 @@ struct config_checks {
         int rmq_line, rmq_col;       /* `rabbitmq:` (or the document's start) */
         int rmq_given;               /* a `rabbitmq:` key is there */
 };
+/** 1 when path ("nats.stream") was written but its value refused (null, empty, an unset ${VAR}):
+ *  reported where it is already, so not "missing" as well. */
+int config_checks_refused(const struct config_checks *c, const char *path);
 /** What the chosen source needs, and what it leaves unused (source:, kafka:, nats:). */
 void config_check_source(struct config_checks *c);
 void config_check_kafka(struct config_checks *c);

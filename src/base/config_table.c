@@ -3,6 +3,7 @@
 
 #include <stddef.h>
 
+#include "base/hostport.h"
 #include "base/keyspec.h"
 #include "base/log.h"
 
@@ -101,7 +102,7 @@ static const struct field fingerprint_fields[] = {
 };
 
 static const struct field reply_fields[] = {
-        {.name = "header", .type = F_STR, .off = TOFF(reply_header), .def = "reply-to",
+        {.name = "header", .type = F_STR, .off = TOFF(reply_header), .def = "reply-to", .empty_ok = 1,
          .desc = "Header naming the reply topic; \"\" disables replies"},
         {.name = "correlation_header", .type = F_STR, .off = TOFF(correlation_header), .def = "correlation-id",
          .desc = "Header copied to the reply (and used as its Kafka key)"},
@@ -213,9 +214,21 @@ static const struct field limits_fields[] = {
 };
 
 static const struct field http_fields[] = {
-        {.name = "listen", .type = F_STR, .off = COFF(http_listen), .def = "",
+        {.name = "listen", .type = F_STR, .off = COFF(http_listen), .def = "", .check = hostport_check,
          .desc = "Where /metrics (Prometheus), /healthz and /readyz are served, host:port (\"127.0.0.1:9400\"; port 0 "
-                 "picks one and logs it); empty: no endpoints"},
+                 "picks one and logs it); empty: no endpoints. No authentication and no TLS: keep it on loopback, "
+                 "or reachable only from the Prometheus network (dedupctl check warns otherwise)"},
+        {.name = "max_connections", .type = F_INT, .off = COFF(http_max_connections), .def = "128", .min = 1,
+         .max = 10000,
+         .desc = "Connections served at once; past it new ones wait in the kernel's backlog until one closes"},
+        {.name = "max_connections_per_ip", .type = F_INT, .off = COFF(http_max_connections_per_ip), .def = "8",
+         .min = 1, .max = 10000,
+         .desc = "Connections one client address may hold; more from it are closed at once, so a client that "
+                 "opens many idle sockets locks out only itself"},
+        {.name = "idle_timeout_s", .type = F_INT, .off = COFF(http_idle_timeout_s), .def = "10", .min = 1,
+         .max = 3600,
+         .desc = "A connection that sends and receives nothing this long is closed (a scrape answers in "
+                 "milliseconds)"},
         {.name = "gauges_interval_ms", .type = F_INT, .off = COFF(http_gauges_interval_ms), .def = "10000", .min = 1000,
          .max = 3600000, .desc = "How often the gauges read from the database (PENDING keys, outbox backlog) are refreshed"},
         {.name = NULL},

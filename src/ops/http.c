@@ -1,7 +1,8 @@
-/* http: the operator's endpoints — /metrics (Prometheus), /healthz, /readyz — served by libmicrohttpd's own thread. */
+/* http: the operator's endpoints — /metrics (Prometheus), /healthz, /readyz — served by libmicrohttpd's own polling thread, within bounds on connections. */
 #include "ops/http.h"
 
 #include <netdb.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 
 #include <microhttpd.h>
 
+#include "base/hostport.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "ops/health.h"
@@ -19,6 +21,7 @@
 struct http {
         struct MHD_Daemon *d;
         char address[300];
+        struct log_ratelimit rl; /* libmicrohttpd's messages */
 };
 
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *type, char *body)
@@ -76,22 +79,13 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *c, const char *ur
 /* "host:port" or "[v6]:port" into an address. */
 static int resolve(const char *listen, struct addrinfo **ai, char *err, size_t errsz)
 {
-        char host[256];
-        const char *colon = strrchr(listen, ':');
-        const char *h = listen;
-        size_t hl;
-        if (!colon || !colon[1]) {
-                snprintf(err, errsz, "http.listen '%s' is not host:port", listen);
+        char host[256], port[8], why[300];
+        if (hostport_split(listen, host, sizeof(host), port, sizeof(port), why, sizeof(why))) {
+                snprintf(err, errsz, "http.listen %s", why);
                 return -1;
         }
-        hl = (size_t)(colon - listen);
-        if (hl >= 2 && listen[0] == '[' && listen[hl - 1] == ']') {
-                h++;
-                hl -= 2;
-        }
-        snprintf(host, sizeof(host), "%.*s", (int)hl, h);
         struct addrinfo hints = {.ai_flags = AI_PASSIVE | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM};
-        int rc = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, ai);
+        int rc = getaddrinfo(host[0] ? host : NULL, port, &hints, ai);
         if (rc) {
                 snprintf(err, errsz, "http.listen '%s': %s", listen, gai_strerror(rc));
                 return -1;
@@ -99,22 +93,43 @@ static int resolve(const char *listen, struct addrinfo **ai, char *err, size_t e
         return 0;
 }
 
-struct http *http_start(const char *listen, char *err, size_t errsz)
+/* libmicrohttpd's own words (a refused connection, a limit reached) into the log, a few a
+ * minute: a client that opens sockets in a loop must not flood the log either. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+        struct http *h = cls;
+        char msg[512];
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+#pragma GCC diagnostic pop
+        msg[strcspn(msg, "\n")] = '\0';
+        log_limited(&h->rl, 5, 60000, LOG_WARN, "http", "%s", msg);
+}
+
+struct http *http_start(const struct http_opts *o, char *err, size_t errsz)
 {
         struct addrinfo *ai = NULL;
         char host[256] = "?";
-        if (resolve(listen, &ai, err, errsz))
+        if (resolve(o->listen, &ai, err, errsz))
                 return NULL;
         struct http *h = xcalloc(1, sizeof(*h));
-        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
-        h->d = MHD_start_daemon(flags, 0, NULL, NULL, serve, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-                                MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+        /* One thread polling with epoll (poll where there is none): an idle connection is one
+         * descriptor in its set, never a thread blocked on it, so /readyz is served beside any
+         * number of them — up to the limits, which are what keeps them few. */
+        unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
+                         (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+        h->d = MHD_start_daemon(flags, 0, NULL, NULL, serve, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
+                                MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT, o->max_connections,
+                                MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->max_connections_per_ip,
+                                MHD_OPTION_CONNECTION_TIMEOUT, o->idle_timeout_s, MHD_OPTION_END);
         getnameinfo(ai->ai_addr, ai->ai_addrlen, host, sizeof(host), NULL, 0, NI_NUMERICHOST);
         int v6 = ai->ai_family == AF_INET6;
         freeaddrinfo(ai);
         if (!h->d) {
                 snprintf(err, errsz, "http.listen '%s': cannot listen there (in use, or not this host's address)",
-                         listen);
+                         o->listen);
+                log_ratelimit_flush(&h->rl);
                 free(h);
                 return NULL;
         }
@@ -130,5 +145,6 @@ void http_stop(struct http *h)
         if (!h)
                 return;
         MHD_stop_daemon(h->d);
+        log_ratelimit_flush(&h->rl);
         free(h);
 }

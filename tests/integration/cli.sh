@@ -65,6 +65,34 @@ for want in "bad.yaml:3:13: 'postgres.conninfo': environment variable DEDUPD_SUR
 done
 log "ok: every config error reported with file:line:column"
 
+# Configs with holes: a value present but null or empty where one is required. Each is refused
+# by check (exit 1, the config-error code) and by dedupd (exit 2) with file:line:column, before
+# any broker or database call: the test database never gets a schema. (A topic name with nothing
+# after it used to reach DescribeConfigs and crash dedupctl check with SIGSEGV.)
+# Each case: SED-EXPRESSION|LINE-PATTERN|COLUMN|MESSAGE (LINE-PATTERN finds the line in good.yaml).
+for c in "s/^  - name: .*/  - name:/|^  - name:|10|'topics\[0\].name' is required but has no value" \
+        "s/^      subject: .*/      subject:/|^      subject:|15|'topics\[0\].key.subject' is required but has no value" \
+        "s#^      path: .*#      path: ~#|^      path:|13|'topics\[0\].handler.path' is required but has no value" \
+        "s#^  conninfo: .*#  conninfo: \"\"#|^  conninfo:|13|'postgres.conninfo' is empty: a value is required" \
+        "s/^  bootstrap.servers: .*/  bootstrap.servers:/|^  bootstrap.servers:|21|'kafka.bootstrap.servers' is required but has no value" \
+        "/^      subject: /d;/^      action: /d|^    key:|9|'topics\[0\].key' is required but has no value"; do
+        IFS='|' read -r expr pat col want <<<"$c"
+        line=$(grep -n -m1 -- "$pat" "$WORK/good.yaml" | cut -d: -f1)
+        sed "$expr" "$WORK/good.yaml" >"$WORK/hole.yaml"
+        ! cmp -s "$WORK/good.yaml" "$WORK/hole.yaml" || fail "the hole was not made: $expr"
+        rc=0
+        timeout 60 "$DEDUPCTL" check -c "$WORK/hole.yaml" >"$WORK/hole.out" 2>&1 || rc=$?
+        assert_eq "$rc" 1 "dedupctl check exit code with $expr"
+        grep -q "^$WORK/hole.yaml:$line:$col: $want" "$WORK/hole.out" ||
+                fail "check of $expr: expected '$WORK/hole.yaml:$line:$col: $want', got: $(cat "$WORK/hole.out")"
+        rc=0
+        timeout 60 "$DEDUPD" -c "$WORK/hole.yaml" >"$WORK/hole.log" 2>&1 || rc=$?
+        assert_eq "$rc" 2 "dedupd exit code with $expr"
+        grep -q "$WORK/hole.yaml:$line:$col: $want" "$WORK/hole.log" || fail "dedupd with $expr: $(cat "$WORK/hole.log")"
+done
+assert_eq "$(sql "SELECT count(*) FROM pg_namespace WHERE nspname = 'dedupd'")" 0 "dedupd schemas the configs with holes created"
+log "ok: configs with holes refused at file:line:column before any broker or database call"
+
 # A handler that cannot be loaded: refused before the consumer joins the group.
 sed "s#path: \".*transfer.so\"#path: \"$WORK/missing.so\"#" "$WORK/good.yaml" >"$WORK/nohandler.yaml"
 rc=0

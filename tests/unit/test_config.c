@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <librdkafka/rdkafka.h>
 
@@ -243,6 +244,11 @@ static void minimal_config_defaults(void **state)
         assert_int_equal(cfg->limit_headers, 64);
         assert_int_equal(cfg->limit_batch_bytes, 64 * 1024 * 1024);
         assert_int_equal(cfg->limit_outbox_backlog, 100000);
+        /* http: off, and bounded when on */
+        assert_string_equal(cfg->http_listen, "");
+        assert_int_equal(cfg->http_max_connections, 128);
+        assert_int_equal(cfg->http_max_connections_per_ip, 8);
+        assert_int_equal(cfg->http_idle_timeout_s, 10);
         config_free(cfg);
 }
 
@@ -460,7 +466,7 @@ static const struct err_case err_cases[] = {
          "t.yaml:5:3: missing required key 'kafka.group.id'", NULL, NULL},
         {"error: empty kafka.group.id",
          "namespace: svc\n" Y_PG "kafka:\n  bootstrap.servers: b:9092\n  group.id: \"\"\n" Y_TOPICS, 1,
-         "t.yaml:5:3: missing required key 'kafka.group.id'", NULL, NULL},
+         "t.yaml:6:13: 'kafka.group.id' is empty: a value is required", NULL, NULL},
         {"error: missing kafka.bootstrap.servers",
          "namespace: svc\n" Y_PG "kafka:\n  group.id: g\n" Y_TOPICS, 1,
          "t.yaml:5:3: missing required key 'kafka.bootstrap.servers'", NULL, NULL},
@@ -567,7 +573,7 @@ static const struct err_case err_cases[] = {
          "t.yaml:10:16: 'topics[0].key.subject': JSON path 'a..b': empty member name", NULL, NULL},
         {"error: empty key action",
          Y_HEAD Y_TOPIC_START Y_SUBJECT "      action: \"\"\n" Y_HANDLER, 1,
-         "t.yaml:8:5: topic 't': key action is empty", NULL, NULL},
+         "t.yaml:11:15: 'topics[0].key.action' is empty: give a value, or remove the key", NULL, NULL},
         {"error: unset ${VAR}",
          "namespace: svc\npostgres:\n  conninfo: \"${DEDUPD_TEST_UNSET}\"\n" Y_KAFKA Y_TOPICS, 1,
          "t.yaml:3:13: 'postgres.conninfo': environment variable DEDUPD_TEST_UNSET is not set",
@@ -580,6 +586,9 @@ static const struct err_case err_cases[] = {
          Y_HEAD "  sasl.password: \"${DEDUPD_TEST_UNSET}\"\n" Y_TOPICS, 1,
          "t.yaml:7:18: 'kafka.sasl.password': environment variable DEDUPD_TEST_UNSET is not set",
          NULL, NULL},
+        {"error: unset ${VAR} in kafka.bootstrap.servers (not also 'missing')",
+         "namespace: svc\n" Y_PG "kafka:\n  bootstrap.servers: \"${DEDUPD_TEST_UNSET}\"\n  group.id: g\n" Y_TOPICS,
+         1, "t.yaml:5:22: 'kafka.bootstrap.servers': environment variable DEDUPD_TEST_UNSET is not set", NULL, NULL},
         {"error: unterminated ${",
          "namespace: svc\npostgres:\n  conninfo: \"${PG_DSN\"\n" Y_KAFKA Y_TOPICS, 1,
          "t.yaml:3:13: 'postgres.conninfo': unterminated ${ in value", NULL, NULL},
@@ -648,6 +657,129 @@ static const struct err_case err_cases[] = {
          "t.yaml:2:21: 'startup_timeout_ms': -1 is out of range [0, 3600000]", NULL, NULL},
         {"error: recursive alias in handler config",
          Y_HEAD Y_TOPICS "      config: &a [*a]\n", 1, "t.yaml:14:", "recursive", NULL},
+        /* Configs with holes: a key written with nothing (or null) after it, or "" where a value is
+         * required, refused where it is — whatever the row's type — never passed on as a value. */
+        {"hole: topic name with nothing after it",
+         Y_HEAD "topics:\n  - name:\n    key:\n" Y_SUBJECT Y_ACTION Y_HANDLER, 1,
+         "t.yaml:8:10: 'topics[0].name' is required but has no value", NULL, NULL},
+        {"hole: topic name ~",
+         Y_HEAD "topics:\n  - name: ~\n    key:\n" Y_SUBJECT Y_ACTION Y_HANDLER, 1,
+         "t.yaml:8:11: 'topics[0].name' is required but has no value", NULL, NULL},
+        {"hole: topic name null",
+         Y_HEAD "topics:\n  - name: null\n    key:\n" Y_SUBJECT Y_ACTION Y_HANDLER, 1,
+         "t.yaml:8:11: 'topics[0].name' is required but has no value", NULL, NULL},
+        {"hole: topic name tagged !!null",
+         Y_HEAD "topics:\n  - name: !!null \"\"\n    key:\n" Y_SUBJECT Y_ACTION Y_HANDLER, 1,
+         "t.yaml:8:11: 'topics[0].name' is required but has no value", NULL, NULL},
+        {"hole: topic name \"\"",
+         Y_HEAD "topics:\n  - name: \"\"\n    key:\n" Y_SUBJECT Y_ACTION Y_HANDLER, 1,
+         "t.yaml:8:11: 'topics[0].name' is empty: a value is required", NULL, NULL},
+        {"hole: topic name from a ${VAR} that is empty",
+         Y_HEAD "topics:\n  - name: \"${DEDUPD_TEST_EMPTY}\"\n    key:\n" Y_SUBJECT Y_ACTION Y_HANDLER, 1,
+         "t.yaml:8:11: 'topics[0].name' is empty (after ${...} substitution): a value is required", NULL, NULL},
+        {"hole: key subject with nothing after it",
+         Y_HEAD "topics:\n  - name: t\n    key: {subject: }\n" Y_HANDLER, 1,
+         "t.yaml:9:20: 'topics[0].key.subject' is required but has no value", NULL, NULL},
+        {"hole: key section with nothing under it",
+         Y_HEAD "topics:\n  - name: t\n    key:\n" Y_HANDLER, 1,
+         "t.yaml:9:9: 'topics[0].key' is required but has no value", NULL, NULL},
+        {"hole: handler path ~",
+         Y_HEAD Y_TOPIC_START Y_SUBJECT Y_ACTION "    handler: {path: ~}\n", 1,
+         "t.yaml:12:21: 'topics[0].handler.path' is required but has no value", NULL, NULL},
+        {"hole: postgres conninfo \"\"",
+         "namespace: svc\npostgres: {conninfo: \"\"}\n" Y_KAFKA Y_TOPICS, 1,
+         "t.yaml:2:22: 'postgres.conninfo' is empty: a value is required", NULL, NULL},
+        {"hole: postgres section null",
+         "namespace: svc\npostgres: null\n" Y_KAFKA Y_TOPICS, 1,
+         "t.yaml:2:11: 'postgres' is required but has no value", NULL, NULL},
+        {"hole: namespace with nothing after it",
+         "namespace:\n" Y_PG Y_KAFKA Y_TOPICS, 1,
+         "t.yaml:1:11: 'namespace' is required but has no value", NULL, NULL},
+        {"hole: topics with nothing after it",
+         Y_HEAD "topics:\n", 1,
+         "t.yaml:7:8: 'topics' is required but has no value", NULL, NULL},
+        {"hole: a topic list item with nothing in it",
+         Y_HEAD "topics:\n  -\n  - name: u\n    key: {subject: \"{key}\"}\n    handler: {path: h.so}\n", 1,
+         "t.yaml:8:4: 'topics[0]' has no value", "its settings go under it, as a mapping", NULL},
+        {"hole: kafka with nothing after it",
+         "namespace: svc\n" Y_PG "kafka:\n" Y_TOPICS, 1,
+         "t.yaml:4:7: 'kafka' has no value", NULL, NULL},
+        {"hole: kafka bootstrap.servers with nothing after it (not also 'missing')",
+         "namespace: svc\n" Y_PG "kafka:\n  bootstrap.servers:\n  group.id: g\n" Y_TOPICS, 1,
+         "t.yaml:5:21: 'kafka.bootstrap.servers' is required but has no value", NULL, NULL},
+        {"hole: another kafka property with nothing after it",
+         Y_HEAD "  client.id:\n" Y_TOPICS, 1,
+         "t.yaml:7:13: 'kafka.client.id' has no value", "\"\" (quoted) is the empty value", NULL},
+        {"hole: kafka group.id from a ${VAR} that is empty",
+         "namespace: svc\n" Y_PG "kafka:\n  bootstrap.servers: b:9092\n  group.id: \"${DEDUPD_TEST_EMPTY}\"\n"
+         Y_TOPICS, 1,
+         "t.yaml:6:13: 'kafka.group.id' is empty: a value is required", NULL, NULL},
+        {"hole: an optional section null",
+         Y_HEAD Y_TOPICS "    batch: ~\n", 1,
+         "t.yaml:14:12: 'topics[0].batch' has no value", NULL, NULL},
+        {"hole: an integer with nothing after it",
+         Y_HEAD Y_TOPICS "    batch:\n      max_messages:\n", 1,
+         "t.yaml:15:20: 'topics[0].batch.max_messages' has no value", "remove the key for the default (500)", NULL},
+        {"hole: a boolean null",
+         Y_HEAD Y_TOPIC_START Y_SUBJECT Y_ACTION "    handler: {path: h.so, per_message: null}\n", 1,
+         "t.yaml:12:40: 'topics[0].handler.per_message' has no value", NULL, NULL},
+        {"hole: an enum ~",
+         "namespace: svc\nlog_level: ~\n" Y_PG Y_KAFKA Y_TOPICS, 1,
+         "t.yaml:2:12: 'log_level' has no value", "the default (info)", NULL},
+        {"hole: the handler's config null",
+         Y_HEAD Y_TOPIC_START Y_SUBJECT Y_ACTION "    handler: {path: h.so, config: }\n", 1,
+         "t.yaml:12:35: 'topics[0].handler.config' has no value", NULL, NULL},
+        {"hole: fingerprint fields null",
+         Y_HEAD Y_TOPICS "    fingerprint: {fields: null}\n", 1,
+         "t.yaml:14:27: 'topics[0].fingerprint.fields' has no value", NULL, NULL},
+        {"hole: retention with nothing after it",
+         Y_HEAD Y_TOPICS "    retention:\n", 1,
+         "t.yaml:14:15: 'topics[0].retention' has no value", NULL, NULL},
+        {"hole: retention \"\"",
+         Y_HEAD Y_TOPICS "    retention: \"\"\n", 1,
+         "t.yaml:14:16: 'topics[0].retention' is empty: give a value, or remove the key", NULL, NULL},
+        {"hole: dead_letter topic \"\"",
+         Y_HEAD Y_TOPICS "    dead_letter: {topic: \"\"}\n", 1,
+         "t.yaml:14:26: 'topics[0].dead_letter.topic' is empty", NULL, NULL},
+        {"hole: reply header null (\"\" disables replies; null says nothing)",
+         Y_HEAD Y_TOPICS "    reply: {header: }\n", 1,
+         "t.yaml:14:21: 'topics[0].reply.header' has no value", "\"\" (quoted) is the empty value", NULL},
+        {"hole: reply correlation_header \"\"",
+         Y_HEAD Y_TOPICS "    reply: {correlation_header: \"\"}\n", 1,
+         "t.yaml:14:33: 'topics[0].reply.correlation_header' is empty", "the default (correlation-id)", NULL},
+        {"hole: a retention class with nothing under it",
+         Y_HEAD Y_TOPICS "retention_classes:\n  gold:\n", 1,
+         "t.yaml:15:8: 'retention_classes.gold' has no value", NULL, NULL},
+        {"hole: a retention class keep with nothing after it",
+         Y_HEAD Y_TOPICS "retention_classes:\n  gold: {keep: }\n", 1,
+         "t.yaml:15:16: 'retention_classes.gold.keep' is required but has no value", NULL, NULL},
+        {"hole: retention_classes null",
+         Y_HEAD Y_TOPICS "retention_classes: ~\n", 1,
+         "t.yaml:14:20: 'retention_classes' has no value", NULL, NULL},
+        {"hole: nats stream with nothing after it (not also 'missing')",
+         "namespace: svc\nsource: nats\nnats: {stream: }\n" Y_PG Y_TOPICS, 1,
+         "t.yaml:3:16: 'nats.stream' has no value", NULL, NULL},
+        {"hole: nats url \"\"",
+         "namespace: svc\nsource: nats\nnats: {stream: S, url: \"\"}\n" Y_PG Y_TOPICS, 1,
+         "t.yaml:3:24: 'nats.url' is empty", "the default (nats://127.0.0.1:4222)", NULL},
+        {"hole: rabbitmq url with nothing after it (not also 'missing')",
+         "namespace: svc\n" Y_PG "source: rabbitmq\nrabbitmq:\n  url:\n" Y_TOPICS, 1,
+         "t.yaml:6:7: 'rabbitmq.url' has no value", NULL, NULL},
+        {"hole: http listen null",
+         Y_HEAD "http: {listen: null}\n" Y_TOPICS, 1,
+         "t.yaml:7:16: 'http.listen' has no value", NULL, NULL},
+        {"error: http.listen not host:port, refused at check rather than at start",
+         Y_HEAD "http: {listen: \"9400\"}\n" Y_TOPICS, 1,
+         "t.yaml:7:16: 'http.listen': '9400' is not host:port", NULL, NULL},
+        {"error: http.max_connections_per_ip 0",
+         Y_HEAD "http: {listen: \"127.0.0.1:0\", max_connections_per_ip: 0}\n" Y_TOPICS, 1,
+         "t.yaml:7:55: 'http.max_connections_per_ip': 0 is out of range [1, 10000]", NULL, NULL},
+        {"hole: a second document after the config",
+         Y_HEAD Y_TOPICS "---\nnamespace: other\n", 1,
+         "t.yaml:14:1: a second YAML document starts here", NULL, NULL},
+        {"hole: a kafka property given twice",
+         Y_HEAD "  group.id: h\n" Y_TOPICS, 1,
+         "t.yaml:7:3: duplicate key 'kafka.group.id'", NULL, NULL},
         {"error: empty file",
          "", 1, "t.yaml:1:1: the file is empty", NULL, NULL},
         {"error: file with only comments",
@@ -742,6 +874,50 @@ static void several_errors_at_once(void **state)
         for (size_t i = 0; i < errs.cnt; i++)
                 assert_prefix(errs.msgs[i], want[i]);
         config_errors_clear(&errs);
+}
+
+/* What only looks like a hole: a quoted "null" is a string, and "" loads where the row gives it a
+ * meaning (no replies, no endpoints, no dead-letter exchange) or the value is librdkafka's. */
+static void quoted_values_are_not_holes(void **state)
+{
+        (void)state;
+        struct config *cfg = load_ok("namespace: \"null\"\n"
+                                     "postgres: {conninfo: \"dbname=x\"}\n"
+                                     "kafka: {bootstrap.servers: \"b:9092\", group.id: '~', client.id: \"\"}\n"
+                                     "http: {listen: \"\"}\n"
+                                     "topics:\n"
+                                     "  - {name: t, key: {subject: \"{key}\"}, handler: {path: h.so},"
+                                     " reply: {header: \"\"}}\n");
+        assert_string_equal(cfg->namespace, "null");
+        assert_string_equal(cfg->kafka[1].value, "~");
+        assert_string_equal(cfg->kafka[2].value, "");
+        assert_string_equal(cfg->http_listen, "");
+        assert_string_equal(cfg->topics[0].reply_header, "");
+        config_free(cfg);
+}
+
+/* SIGHUP reads the file through the same rows: a hole refuses the whole reload, and the running
+ * configuration keeps every value (the log level beside the hole is not applied either). */
+static void reload_refuses_a_config_with_holes(void **state)
+{
+        (void)state;
+        char path[] = "/tmp/test_config_reload.XXXXXX", applied[512], restart[512];
+        struct config_errors errs = {0};
+        struct config *live = load_ok(Y_HEAD Y_TOPICS);
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        FILE *fp = fdopen(fd, "w");
+        fputs("log_level: debug\n" Y_HEAD "topics:\n  - name:\n    key:\n" Y_SUBJECT Y_ACTION Y_HANDLER, fp);
+        fclose(fp);
+        assert_int_equal(config_reload(live, path, &errs, applied, sizeof(applied), restart, sizeof(restart)), -1);
+        char want[128];
+        snprintf(want, sizeof(want), "%s:9:10: 'topics[0].name' is required but has no value", path);
+        assert_error(&errs, want, NULL);
+        assert_int_equal(live->log_level, LOG_INFO);
+        assert_string_equal(live->topics[0].name, "t");
+        config_errors_clear(&errs);
+        config_free(live);
+        unlink(path);
 }
 
 static void retention_and_modes_load(void **state)
@@ -1090,6 +1266,8 @@ int main(void)
                 cmocka_unit_test(several_errors_at_once),
                 cmocka_unit_test(errors_accumulate),
                 cmocka_unit_test(retention_and_modes_load),
+                cmocka_unit_test(quoted_values_are_not_holes),
+                cmocka_unit_test(reload_refuses_a_config_with_holes),
                 cmocka_unit_test(durations),
                 cmocka_unit_test(reference_lists_every_key),
                 cmocka_unit_test(interpolate_long_values),

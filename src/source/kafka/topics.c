@@ -142,9 +142,17 @@ static int describe(struct check *ck, rd_kafka_t *rk, enum topic_state which, in
         size_t n = 0;
         int rc = TOPICS_INVALID;
 
-        for (size_t i = 0; i < ck->nfacts; i++)
-                if (ck->facts[i].state == which)
-                        res[n++] = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, ck->facts[i].name);
+        for (size_t i = 0; i < ck->nfacts; i++) {
+                if (ck->facts[i].state != which)
+                        continue;
+                /* NULL for a name librdkafka will not ask about (""): the config check refuses those,
+                 * and DescribeConfigs must never be handed one. */
+                if (!(res[n] = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, ck->facts[i].name)))
+                        snprintf(ck->facts[i].why, sizeof(ck->facts[i].why), "'%s' is not a topic name",
+                                 ck->facts[i].name);
+                else
+                        n++;
+        }
         if (!n) {
                 rc = 0;
                 goto out;
