@@ -113,83 +113,99 @@ static void check_reply_allow(struct config_checks *w, const struct topic_conf *
         }
 }
 
+/* Where the topic's dead letters go (what its log lines name, on NATS). */
+static void finish_dlq(struct config_checks *w, struct topic_conf *t)
+{
+        struct config *cfg = w->cfg;
+        if (cfg->source == SOURCE_NATS) {
+                free(t->dlq_topic);
+                t->dlq_topic = xstrdup(cfg->nats_dlq_subject && *cfg->nats_dlq_subject
+                                               ? cfg->nats_dlq_subject
+                                               : "AckTerm (terminated, left in the stream)");
+        } else if (!t->dlq_topic || !*t->dlq_topic) {
+                free(t->dlq_topic);
+                t->dlq_topic = xasprintf("%s.dlq", t->name);
+        }
+        if (t->dlq_topic && !strcmp(t->dlq_topic, t->name))
+                config_errors_add(w->errs, w->file, t->line, t->col,
+                                  "topic '%s': the dead-letter topic cannot be the topic itself", t->name);
+}
+
+/* fingerprint.fields: a non-empty list of JSON paths. */
+static void check_fingerprint_fields(struct config_checks *w, const struct topic_conf *t)
+{
+        size_t k;
+        json_t *v;
+        char err[512];
+        if (!t->fingerprint_fields)
+                return;
+        if (!json_is_array(t->fingerprint_fields) || json_array_size(t->fingerprint_fields) == 0) {
+                config_errors_add(w->errs, w->file, t->line, t->col,
+                                  "topic '%s': fingerprint.fields must be a non-empty list of JSON paths", t->name);
+                return;
+        }
+        json_array_foreach(t->fingerprint_fields, k, v) {
+                if (json_is_null(v))
+                        continue; /* its ${...} failed: reported where it is */
+                /* The path as fingerprinting reads it, not wrapped in a
+                 * template (where a '}' would end it early). */
+                if (!json_is_string(v) || keyspec_path_check(json_string_value(v), err, sizeof(err)))
+                        config_errors_add(w->errs, w->file, t->line, t->col, "topic '%s': fingerprint.fields[%zu]: %s",
+                                          t->name, k, json_is_string(v) ? err : "not a path");
+        }
+}
+
+/* The retention class the topic names. */
+static void resolve_retention(struct config_checks *w, struct topic_conf *t)
+{
+        struct config *cfg = w->cfg;
+        if (!t->retention_name)
+                return;
+        for (size_t k = 0; k < cfg->class_cnt; k++)
+                if (!strcmp(cfg->classes[k].name, t->retention_name))
+                        t->retention = &cfg->classes[k];
+        if (!t->retention)
+                config_errors_add(w->errs, w->file, t->line, t->col,
+                                  "topic '%s': retention class '%s' is not defined in retention_classes", t->name,
+                                  t->retention_name);
+}
+
+/* The key template, compiled once; {amqp:...} only where there is AMQP. */
+static void compile_key(struct config_checks *w, struct topic_conf *t)
+{
+        char err[512];
+        if (!t->key_subject)
+                return;
+        t->keyspec = keyspec_compile(t->key_subject, t->key_action, t->key_request, err, sizeof(err));
+        if (!t->keyspec)
+                config_errors_add(w->errs, w->file, t->line, t->col, "topic '%s': %s", t->name, err);
+        else if (w->cfg->source != SOURCE_RABBITMQ && keyspec_reads_amqp(t->keyspec))
+                config_errors_add(w->errs, w->file, t->line, t->col,
+                                  "topic '%s': {amqp:...} reads an AMQP property, which only source: rabbitmq has",
+                                  t->name);
+}
+
 void config_finish_topics(struct config_checks *w)
 {
         struct config *cfg = w->cfg;
         for (size_t i = 0; i < cfg->topic_cnt; i++) {
                 struct topic_conf *t = &cfg->topics[i];
-                char err[512];
                 if (!t->name)
                         continue;
                 for (size_t j = 0; j < i; j++)
                         if (cfg->topics[j].name && !strcmp(cfg->topics[j].name, t->name))
                                 config_errors_add(w->errs, w->file, t->line, t->col,
                                                   "topic '%s' is configured twice", t->name);
-                if (cfg->source == SOURCE_NATS) {
-                        /* What the dead-letter log lines name. */
-                        free(t->dlq_topic);
-                        t->dlq_topic = xstrdup(cfg->nats_dlq_subject && *cfg->nats_dlq_subject
-                                                       ? cfg->nats_dlq_subject
-                                                       : "AckTerm (terminated, left in the stream)");
-                } else if (!t->dlq_topic || !*t->dlq_topic) {
-                        free(t->dlq_topic);
-                        t->dlq_topic = xasprintf("%s.dlq", t->name);
-                }
-                if (t->dlq_topic && !strcmp(t->dlq_topic, t->name))
-                        config_errors_add(w->errs, w->file, t->line, t->col,
-                                          "topic '%s': the dead-letter topic cannot be the topic itself",
-                                          t->name);
+                finish_dlq(w, t);
                 check_reply_allow(w, t);
                 t->payload_bytes_own = t->max_payload_bytes > 0;
                 if (!t->payload_bytes_own)
                         t->max_payload_bytes = cfg->limit_payload_bytes;
                 if (t->retry_backoff_max_ms < t->retry_backoff_ms)
                         t->retry_backoff_max_ms = t->retry_backoff_ms;
-                if (t->fingerprint_fields) {
-                        size_t k;
-                        json_t *v;
-                        if (!json_is_array(t->fingerprint_fields) ||
-                            json_array_size(t->fingerprint_fields) == 0)
-                                config_errors_add(w->errs, w->file, t->line, t->col,
-                                                  "topic '%s': fingerprint.fields must be a non-empty list "
-                                                  "of JSON paths",
-                                                  t->name);
-                        else
-                                json_array_foreach(t->fingerprint_fields, k, v) {
-                                        if (json_is_null(v))
-                                                continue; /* its ${...} failed: reported where it is */
-                                        /* The path as fingerprinting reads it, not wrapped in a
-                                         * template (where a '}' would end it early). */
-                                        if (!json_is_string(v) ||
-                                            keyspec_path_check(json_string_value(v), err, sizeof(err)))
-                                                config_errors_add(w->errs, w->file, t->line, t->col,
-                                                                  "topic '%s': fingerprint.fields[%zu]: %s",
-                                                                  t->name, k,
-                                                                  json_is_string(v) ? err : "not a path");
-                                }
-                }
-                if (t->retention_name) {
-                        for (size_t k = 0; k < cfg->class_cnt; k++)
-                                if (!strcmp(cfg->classes[k].name, t->retention_name))
-                                        t->retention = &cfg->classes[k];
-                        if (!t->retention)
-                                config_errors_add(w->errs, w->file, t->line, t->col,
-                                                  "topic '%s': retention class '%s' is not defined in "
-                                                  "retention_classes",
-                                                  t->name, t->retention_name);
-                }
-                if (t->key_subject) {
-                        t->keyspec = keyspec_compile(t->key_subject, t->key_action, t->key_request, err,
-                                                     sizeof(err));
-                        if (!t->keyspec)
-                                config_errors_add(w->errs, w->file, t->line, t->col, "topic '%s': %s",
-                                                  t->name, err);
-                        else if (cfg->source != SOURCE_RABBITMQ && keyspec_reads_amqp(t->keyspec))
-                                config_errors_add(w->errs, w->file, t->line, t->col,
-                                                  "topic '%s': {amqp:...} reads an AMQP property, which only "
-                                                  "source: rabbitmq has",
-                                                  t->name);
-                }
+                check_fingerprint_fields(w, t);
+                resolve_retention(w, t);
+                compile_key(w, t);
         }
 }
 

@@ -21,18 +21,11 @@ static const char *const reset_sql[] = {"RESET ALL", "SET SESSION AUTHORIZATION 
 static const char guard_sql[] = "DELETE FROM dedupd.txn_guard WHERE xid = pg_current_xact_id_if_assigned()";
 /* (Run after RESET ALL: the search_path is the session's default again, not the handler's.) */
 
-static void set_err(char *err, size_t errsz, PGconn *conn, const PGresult *r)
-{
-        const char *m = r ? PQresultErrorMessage(r) : NULL;
-        snprintf(err, errsz, "%s", m && *m ? m : PQerrorMessage(conn));
-        store_one_line(err);
-}
-
 /* A failed result as a store_rc (never STORE_OK), its message in err. */
 static enum store_rc failure(PGconn *conn, const PGresult *r, char *err, size_t errsz)
 {
         enum store_rc rc = store_classify(conn, r);
-        set_err(err, errsz, conn, r);
+        store_error_text(err, errsz, conn, r);
         return rc == STORE_OK ? STORE_ERROR : rc;
 }
 
@@ -99,7 +92,7 @@ static enum store_rc read_sync(PGconn *conn, enum store_rc rc, char *err, size_t
                 if (!r) {
                         if (rc == STORE_OK) {
                                 rc = STORE_CONN;
-                                set_err(err, errsz, conn, NULL);
+                                store_error_text(err, errsz, conn, NULL);
                         }
                         return rc;
                 }
@@ -115,12 +108,12 @@ enum store_rc session_pair(PGconn *conn, const char *first, const char *then, ch
         enum store_rc rc = STORE_OK;
         int ignored;
         if (!PQenterPipelineMode(conn)) {
-                set_err(err, errsz, conn, NULL);
+                store_error_text(err, errsz, conn, NULL);
                 return store_classify(conn, NULL);
         }
         if (!PQsendQueryParams(conn, first, 0, NULL, NULL, NULL, NULL, 0) || !PQpipelineSync(conn) ||
             !PQsendQueryParams(conn, then, 0, NULL, NULL, NULL, NULL, 0) || !PQpipelineSync(conn)) {
-                set_err(err, errsz, conn, NULL);
+                store_error_text(err, errsz, conn, NULL);
                 PQexitPipelineMode(conn);
                 return STORE_CONN;
         }
@@ -139,12 +132,12 @@ enum store_rc session_restore(PGconn *conn, int idle_ms, int guard, int *held, c
         idle_text(idle, sizeof(idle), idle_ms);
         *held = 0;
         if (!PQenterPipelineMode(conn)) {
-                set_err(err, errsz, conn, NULL);
+                store_error_text(err, errsz, conn, NULL);
                 return store_classify(conn, NULL);
         }
         sent = send_restore(conn, idle, guard);
         if (sent < 0 || !PQpipelineSync(conn)) {
-                set_err(err, errsz, conn, NULL);
+                store_error_text(err, errsz, conn, NULL);
                 PQexitPipelineMode(conn);
                 return STORE_CONN;
         }

@@ -6,7 +6,7 @@
 
 #include <libpq-fe.h>
 
-#include "pg/store.h"
+#include "pg/result.h"
 
 /*
  * A handler shares dedupd's connection: a SET ROLE, a SET search_path or a

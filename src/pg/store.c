@@ -1,4 +1,4 @@
-/* store: dedupd's connection to PostgreSQL — connect, run statements, classify failures, transactions. */
+/* store: dedupd's connection to PostgreSQL — connect, run statements, transactions; what a failure means is pg/result. */
 #include "pg/store.h"
 
 #include "base/mem.h"
@@ -37,32 +37,7 @@ static void remember_failure(struct store *s, const PGresult *r)
 
 const char *store_last_failure(const struct store *s) { return s->failure; }
 
-static void set_err(char *err, size_t errsz, PGconn *conn, const PGresult *res)
-{
-        const char *m = res ? PQresultErrorMessage(res) : NULL;
-        if (!m || !*m)
-                m = conn ? PQerrorMessage(conn) : "no connection";
-        snprintf(err, errsz, "%s", m);
-        store_one_line(err);
-}
 
-void store_one_line(char *msg)
-{
-        /* libpq messages span lines ("...\n\tThis probably means..."); a log
-         * entry is one line. */
-        char *w = msg;
-        for (const char *r = msg; *r; r++) {
-                if (*r == '\n' || *r == '\t' || *r == '\r') {
-                        if (w > msg && w[-1] != ' ')
-                                *w++ = ' ';
-                        continue;
-                }
-                *w++ = *r;
-        }
-        while (w > msg && w[-1] == ' ')
-                w--;
-        *w = '\0';
-}
 
 /* Server notices and warnings go through the logger, on one line. */
 static void notice(void *arg, const char *message)
@@ -74,39 +49,6 @@ static void notice(void *arg, const char *message)
         log_warn("postgres", "%s", buf);
 }
 
-/* What each SQLSTATE dedupd tells apart means for it (PostgreSQL's
- * Appendix A); a row ending in a class matches the whole class. */
-static const struct {
-        const char *sqlstate;
-        enum store_rc rc;
-} sqlstates[] = {
-        {"40001", STORE_RETRY}, /* serialization_failure */
-        {"40P01", STORE_RETRY}, /* deadlock_detected */
-        {"55P03", STORE_RETRY}, /* lock_not_available */
-        {"08", STORE_CONN},     /* class 08: connection exception */
-        {"57P", STORE_CONN},    /* admin_shutdown, crash_shutdown, cannot_connect_now */
-        {"53300", STORE_CONN},  /* too_many_connections */
-        {"42P01", STORE_UNDEFINED}, /* undefined_table */
-        {"3F000", STORE_UNDEFINED}, /* invalid_schema_name */
-        {"22", STORE_DATA},         /* class 22: data exception (invalid UTF-8, a value too long, ...) */
-        {"23", STORE_DATA},         /* class 23: integrity constraint violation (a CHECK, NOT NULL, ...) */
-        {"54", STORE_DATA},         /* class 54: program limit exceeded (an index row too large, ...) */
-        {"P0", STORE_DATA},         /* class P0: PL/pgSQL (a trigger's RAISE EXCEPTION) */
-};
-
-enum store_rc store_classify(PGconn *conn, const PGresult *res)
-{
-        const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-        metrics_db_error(state);
-        if (!conn || PQstatus(conn) != CONNECTION_OK)
-                return STORE_CONN;
-        if (!state)
-                return res ? STORE_ERROR : STORE_CONN;
-        for (size_t i = 0; i < sizeof(sqlstates) / sizeof(sqlstates[0]); i++)
-                if (!strncmp(state, sqlstates[i].sqlstate, strlen(sqlstates[i].sqlstate)))
-                        return sqlstates[i].rc;
-        return STORE_ERROR;
-}
 
 /* libpq knows where it connected, or tried to: after a failure too. */
 static void describe_target(struct store *s)
@@ -169,7 +111,7 @@ enum store_rc store_connect(struct store *s, char *err, size_t errsz)
         describe_target(s);
         if (PQstatus(s->conn) != CONNECTION_OK) {
                 /* PQerrorMessage names host and port, never the password. */
-                set_err(err, errsz, s->conn, NULL);
+                store_error_text(err, errsz, s->conn, NULL);
                 PQfinish(s->conn);
                 s->conn = NULL;
                 return STORE_CONN;
@@ -230,7 +172,7 @@ enum store_rc store_exec(struct store *s, const char *sql, char *err, size_t err
         }
         r = PQexec(s->conn, sql);
         if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
-                set_err(err, errsz, s->conn, r);
+                store_error_text(err, errsz, s->conn, r);
                 remember_failure(s, r);
                 rc = store_classify(s->conn, r);
         }
@@ -302,7 +244,7 @@ static enum store_rc run_params(struct store *s, const char *sql, int nparams, c
         }
         r = PQexecParams(s->conn, sql, nparams, NULL, params, lengths, formats, 0);
         if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
-                set_err(err, errsz, s->conn, r);
+                store_error_text(err, errsz, s->conn, r);
                 remember_failure(s, r);
                 rc = store_classify(s->conn, r);
                 PQclear(r);

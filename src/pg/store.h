@@ -1,4 +1,4 @@
-/* store: dedupd's connection to PostgreSQL — connect, run statements, classify failures, transactions. */
+/* store: dedupd's connection to PostgreSQL — connect, run statements, transactions; what a failure means is pg/result. */
 #ifndef DEDUPD_PG_STORE_H
 #define DEDUPD_PG_STORE_H
 
@@ -7,16 +7,8 @@
 
 #include <libpq-fe.h>
 
-/** How a failed statement should be treated. */
-enum store_rc {
-        STORE_OK = 0,
-        STORE_RETRY, /* serialization failure, deadlock, lock timeout: roll back, retry */
-        STORE_CONN,  /* connection lost or server shutting down: reconnect, retry */
-        STORE_ERROR, /* anything else: roll back, log, retry with backoff */
-        STORE_UNDEFINED, /* a relation or schema that does not exist (not migrated): an error, or "nothing yet" */
-        STORE_DATA,  /* the statement failed on the values it was given (a data exception, a constraint, a
-                      * trigger's RAISE, a value over a limit): the same values fail again, other values not */
-};
+#include "pg/result.h"
+
 
 /*
  * Every statement on dedupd.* goes through a store, and lives in pg/: the
@@ -89,10 +81,5 @@ enum store_rc store_session_reset(struct store *s, int guard, int *held, char *e
  *  constraint ...": no DETAIL, which may quote the values (a payload). */
 const char *store_last_failure(const struct store *s);
 
-/** Fold a libpq message onto one line, in place. */
-void store_one_line(char *msg);
-
-/** Classify a failed result (or a NULL result) on conn. */
-enum store_rc store_classify(PGconn *conn, const PGresult *res);
 
 #endif /* DEDUPD_PG_STORE_H */

@@ -1,0 +1,29 @@
+/* result: what a failed statement means to dedupd — its class (retry, reconnect, a refused value, ...) and its message on one line. */
+#ifndef DEDUPD_PG_RESULT_H
+#define DEDUPD_PG_RESULT_H
+
+#include <stddef.h>
+
+#include <libpq-fe.h>
+
+/** How a failed statement should be treated. */
+enum store_rc {
+        STORE_OK = 0,
+        STORE_RETRY, /* serialization failure, deadlock, lock timeout: roll back, retry */
+        STORE_CONN,  /* connection lost or server shutting down: reconnect, retry */
+        STORE_ERROR, /* anything else: roll back, log, retry with backoff */
+        STORE_UNDEFINED, /* a relation or schema that does not exist (not migrated): an error, or "nothing yet" */
+        STORE_DATA,  /* the statement failed on the values it was given (a data exception, a constraint, a
+                      * trigger's RAISE, a value over a limit): the same values fail again, other values not */
+};
+
+/** Classify a failed result (or a NULL result) on conn. */
+enum store_rc store_classify(PGconn *conn, const PGresult *res);
+
+/** Fold a libpq message onto one line, in place. */
+void store_one_line(char *msg);
+
+/** The failure's message (the result's, else the connection's) on one line. */
+void store_error_text(char *err, size_t errsz, PGconn *conn, const PGresult *res);
+
+#endif
