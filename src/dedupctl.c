@@ -17,6 +17,7 @@
 #include "tools/check.h"
 #include "tools/outbox.h"
 #include "tools/plan.h"
+#include "tools/rows.h"
 #include "source/kafka/topics.h"
 #include "pg/audit.h"
 #include "pg/store.h"
@@ -112,15 +113,6 @@ static struct store *connect_db(const struct config *cfg)
         if (!s)
                 fprintf(stderr, "dedupctl: %s\n", err);
         return s;
-}
-
-static void print_result(PGresult *r)
-{
-        PQprintOpt po = {0};
-        po.header = 1;
-        po.align = 1;
-        po.fieldSep = "|";
-        PQprint(stdout, r, &po);
 }
 
 /* Each handler's own setup (its tables), as dedupd runs it at start. */
@@ -252,7 +244,7 @@ static int cmd_stats(struct config *cfg)
                 return 2;
         if (store_audit_statuses(s, cfg->namespace, &r, err, sizeof(err)) == STORE_OK) {
                 printf("keys in namespace %s:\n", cfg->namespace);
-                print_result(r);
+                rows_print(r);
                 PQclear(r);
         } else {
                 fprintf(stderr, "dedupctl: %s\n", err);
@@ -260,7 +252,7 @@ static int cmd_stats(struct config *cfg)
         }
         if (store_audit_partitions(s, cfg->namespace, &r, err, sizeof(err)) == STORE_OK) {
                 printf("progress per partition:\n");
-                print_result(r);
+                rows_print(r);
                 PQclear(r);
         } else if (!rc) {
                 fprintf(stderr, "dedupctl: %s\n", err);

@@ -9,6 +9,7 @@
 #include "base/mem.h"
 #include "pg/outbox_admin.h"
 #include "pg/store.h"
+#include "tools/rows.h"
 
 #define LIST_DEFAULT 100
 
@@ -80,15 +81,6 @@ void outbox_opts_free(struct outbox_opts *o)
         o->ids = NULL;
 }
 
-static void print_rows(PGresult *r)
-{
-        PQprintOpt po = {0};
-        po.header = 1;
-        po.align = 1;
-        po.fieldSep = "|";
-        PQprint(stdout, r, &po);
-}
-
 static int list(struct store *s, const struct config *cfg, const struct outbox_opts *o)
 {
         PGresult *r = NULL;
@@ -102,7 +94,7 @@ static int list(struct store *s, const struct config *cfg, const struct outbox_o
         printf("namespace %s: %" PRId64 " outbox row(s) given up, %" PRId64 " waiting to be published\n",
                cfg->namespace, given_up, waiting);
         if (PQntuples(r))
-                print_rows(r);
+                rows_print(r);
         if ((int64_t)PQntuples(r) < given_up + (o->unsent ? waiting : 0))
                 printf("(the first %d shown: --limit N shows more)\n", PQntuples(r));
         PQclear(r);
