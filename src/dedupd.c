@@ -21,6 +21,7 @@
 #include "core/pipeline.h"
 #include "core/retention.h"
 #include "pg/conninfo.h"
+#include "pg/replication.h"
 #include "pg/store.h"
 #include "pg/schema.h"
 #include "source/kafka/topics.h"
@@ -402,6 +403,20 @@ static int schema_ready(struct daemon *d)
         return -1;
 }
 
+/* RabbitMQ cannot redeliver what it acknowledged: a failover is safe only
+ * with synchronous replication; said at start-up when the server reports none. */
+static void warn_replication(struct daemon *d)
+{
+        struct store_replication r;
+        char err[512], why[256];
+        if (d->cfg->source != SOURCE_RABBITMQ)
+                return;
+        if (store_replication_read(d->store, &r, err, sizeof(err)) != STORE_OK)
+                log_warn("dedupd", "cannot read the database's replication settings: %s", err);
+        else if (!replication_sync(&r, why, sizeof(why)))
+                log_warn("dedupd", "database %s: %s: %s", store_target(d->store), why, REPLICATION_ADVICE);
+}
+
 /* Where the protocol publishes: the broker it consumes. */
 static struct sink daemon_sink(struct daemon *d)
 {
@@ -421,6 +436,7 @@ static int prepare(struct daemon *d)
                 return rc;
         if ((rc = schema_ready(d)) >= 0)
                 return rc;
+        warn_replication(d);
         if (d->cfg->source == SOURCE_NATS)
                 d->nats_pub = nats_publisher_new(&d->nats, d->cfg);
         else if (d->cfg->source == SOURCE_RABBITMQ)

@@ -8,6 +8,7 @@
 #include "base/lint.h"
 #include "core/loader.h"
 #include "ops/http.h"
+#include "pg/replication.h"
 #include "pg/store.h"
 #include "source/kafka/topics.h"
 #include "source/nats/consumers.h"
@@ -93,6 +94,29 @@ static enum check_rc check_queues(struct check_ctx *ck)
         return CHECK_OK;
 }
 
+/* RabbitMQ cannot redeliver what it acknowledged: said unless commits wait for a synchronous standby. */
+static void check_replication(struct check_ctx *ck, struct store *s)
+{
+        struct store_replication r;
+        char err[512], why[256];
+        if (ck->cfg->source != SOURCE_RABBITMQ)
+                return;
+        if (store_replication_read(s, &r, err, sizeof(err)) != STORE_OK) {
+                fprintf(ck->o->err, "%s: warning: cannot read the database's replication settings: %s\n",
+                        ck->cfg->path, err);
+                ck->warnings++;
+                return;
+        }
+        if (replication_sync(&r, why, sizeof(why))) {
+                fprintf(ck->o->out, "database %s: commits wait for a synchronous standby (%s)\n", store_target(s),
+                        r.synchronous_standby_names);
+                return;
+        }
+        ck->warnings++;
+        fprintf(ck->o->err, "%s: warning: database %s: %s: %s\n", ck->cfg->path, store_target(s), why,
+                REPLICATION_ADVICE);
+}
+
 /* Whether the database answers, as dedupd will reach it (connect_timeout and all). */
 static enum check_rc check_database(struct check_ctx *ck)
 {
@@ -103,6 +127,7 @@ static enum check_rc check_database(struct check_ctx *ck)
                 return CHECK_UNREACHABLE;
         }
         fprintf(ck->o->out, "database %s: connected\n", store_target(s));
+        check_replication(ck, s);
         store_free(s);
         return CHECK_OK;
 }

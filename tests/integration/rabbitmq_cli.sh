@@ -13,7 +13,9 @@ rmq_write_config "$WORK/c.yaml" "$Q"
 out=$("$DEDUPCTL" check -c "$WORK/c.yaml" 2>&1) || fail "dedupctl check exited $?: $out"
 grep -q "RabbitMQ: every queue exists" <<<"$out" || fail "check: no queue line: $out"
 grep -q "warning: rabbitmq.dead_letter.exchange is not set" <<<"$out" || fail "check: no dead-letter warning: $out"
-log "ok: dedupctl check passes, warns that dead letters go to the queue's own exchange"
+grep -q "warning: database .*: the server reports no synchronous standby (synchronous_standby_names is empty): a failover to a standby that had not received the last commits loses those messages' effects" <<<"$out" ||
+        fail "check: no warning that a failover can lose acknowledged commits: $out"
+log "ok: dedupctl check passes, warns that dead letters go to the queue's own exchange and that no synchronous standby is reported"
 
 out=$("$DEDUPCTL" check --print -c "$WORK/c.yaml" 2>&1) || fail "dedupctl check --print exited $?"
 grep -qx "rabbitmq.url: (set, not shown)" <<<"$out" || fail "check --print does not hide the URL: $(grep rabbitmq.url <<<"$out")"
@@ -28,6 +30,7 @@ grep -q "lag: queue $Q is not caught up: 1 message(s) ready" <<<"$out" || fail "
 start d1 "$WORK/c.yaml"
 rmq_wait_empty "$Q"
 stop d1
+grep -q "the server reports no synchronous standby" "$WORK/d1.log" || fail "dedupd did not warn at start-up that no synchronous standby is reported"
 out=$("$DEDUPCTL" verify --expect-caught-up -c "$WORK/c.yaml" 2>&1) || fail "verify exited $? on a drained queue: $out"
 grep -q "lag: not measured (source: rabbitmq has no offsets)" <<<"$out" || fail "verify: no note about the lag: $out"
 log "ok: verify skips the Kafka lag, counts the queue's ready messages instead"
