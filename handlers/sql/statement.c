@@ -213,7 +213,7 @@ static char *own_value(const struct sql_param *p, const struct dedupd_msg *m)
 int sql_statement_bind(const struct sql_statement *st, const struct dedupd_msg *m, char **values, char *err,
                        size_t errsz)
 {
-        const struct record in = {m->topic, m->key, m->key_len, m->value, m->value_len, m->headers, m->header_cnt, NULL, 0};
+        const struct record in = {m->topic, m->key, m->key_len, m->value, m->value_len, m->headers, m->header_cnt, NULL, 0, NULL};
         json_t *root = NULL;
         size_t i = 0;
         for (size_t j = 0; j < st->nparams; j++)

@@ -20,6 +20,9 @@ struct record {
          * message_id, correlation_id, ...): what {amqp:NAME} reads. */
         const struct dedupd_header *props;
         size_t prop_cnt;
+        /* To publish: the message's identity, as the broker's own dedup id
+         * where it has one (Nats-Msg-Id, AMQP message_id); NULL: none. */
+        const char *msg_id;
 };
 
 #endif

@@ -121,7 +121,9 @@ static int host_emit(struct dedupd_ctx *ctx, const char *topic, const void *key,
                                                                  : "no topic");
                 return -1;
         }
-        const struct outbox_msg m = {ctx->idem_key, {topic, key, key_len, value, value_len, headers, header_cnt, NULL, 0}};
+        /* Its place: emit number ctx->emitted (0, 1, ...) of this message, in call order. */
+        const struct outbox_msg m = {ctx->idem_key, {.slot = MSGID_EMIT, .ordinal = ctx->emitted},
+                                     {topic, key, key_len, value, value_len, headers, header_cnt, NULL, 0, NULL}};
         if (emit_refused(ctx, &m.rec))
                 return -1;
         if (store_outbox_insert(ctx->store, ctx->ns, &m, err, sizeof(err))) {

@@ -19,7 +19,7 @@ struct dedupd_ctx {
         size_t response_len;
         const char *ns;         /* namespace; NULL where emit is not available (external mode) */
         const struct sink *sink; /* where emits are published: what it cannot take is refused at emit */
-        int emitted;            /* messages written to the outbox */
+        int emitted;            /* messages written to the outbox: the next emit's number (base/msgid.h) */
 };
 
 struct dedupd_init_ctx {

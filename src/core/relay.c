@@ -12,18 +12,20 @@
 #include "ops/metrics.h"
 #include "pg/outbox.h"
 
-/* The row as a record: its own headers, then dedupd.outbox.id and dedupd.key. */
+/* The row as a record: its own headers, then dedupd.outbox.id (its msg_id,
+ * also the broker's own dedup id where there is one) and dedupd.key. */
 static void to_record(const struct outbox_row *w, struct dedupd_header *h, struct record *rec)
 {
         size_t k = 0;
         for (; k < w->msg.rec.header_cnt; k++)
                 h[k] = w->msg.rec.headers[k];
-        h[k++] = (struct dedupd_header){"dedupd.outbox.id", w->id_text, strlen(w->id_text)};
+        h[k++] = (struct dedupd_header){"dedupd.outbox.id", w->msg_id, strlen(w->msg_id)};
         if (w->msg.idem_key)
                 h[k++] = (struct dedupd_header){"dedupd.key", w->msg.idem_key, strlen(w->msg.idem_key)};
         *rec = w->msg.rec;
         rec->headers = h;
         rec->header_cnt = k;
+        rec->msg_id = w->msg_id;
 }
 
 /* Hand every row to the sink; out[i] says what became of rows[i]. A row the

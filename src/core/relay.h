@@ -25,9 +25,10 @@ struct relay_round {
  * it again; a refused row is counted, retried after a backoff (the rows
  * behind it go on meanwhile) and given up at outbox.max_failures, logged
  * once at ERROR. An unsent row stays as it was. Rows are locked with SKIP
- * LOCKED, so several relays share the work. Each carries dedupd.outbox.id
- * (and dedupd.key): a crash or a lost COMMIT after the broker acknowledged
- * publishes it again. Returns 0 with *rd filled, or -1 when the database
+ * LOCKED, so several relays share the work. Each carries dedupd.outbox.id,
+ * its msg_id (also the broker's own dedup id where it has one), and
+ * dedupd.key: a crash or a lost COMMIT after the broker acknowledged
+ * publishes it again, under the same identity. Returns 0 with *rd filled, or -1 when the database
  * failed (the round rolled back; its rows are taken again).
  */
 int relay_run(struct store *s, const struct sink *sink, const struct config *cfg, struct relay_round *rd, char *err,

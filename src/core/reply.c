@@ -92,6 +92,17 @@ static void refused(const struct pl_topic *pt, const struct pl_msg *m, const cha
         metrics_reply_refused(pt->t->name, kind);
 }
 
+/* Which of the key's outputs m's reply is: the reply, where m applied the
+ * key; a duplicate's, one per delivery (a caller that retried gets its own,
+ * which no broker's dedup window drops as a copy of the first). */
+static struct msgid_place reply_place(const struct pl_msg *m, int duplicate)
+{
+        if (!duplicate)
+                return (struct msgid_place){.slot = MSGID_REPLY};
+        return (struct msgid_place){.slot = MSGID_DUPLICATE_REPLY, .topic = m->topic, .partition = m->partition,
+                                    .offset = m->offset};
+}
+
 enum store_rc reply_write(struct pl_topic *pt, const struct pl_msg *m, const char *status, const char *response,
                           int duplicate, int *written, char *err, size_t errsz)
 {
@@ -113,8 +124,9 @@ enum store_rc reply_write(struct pl_topic *pt, const struct pl_msg *m, const cha
                 hdrs[nh++] = *corr;
         hdrs[nh++] = (struct dedupd_header){"dedupd.status", status, strlen(status)};
         hdrs[nh++] = (struct dedupd_header){"dedupd.duplicate", duplicate ? "true" : "false", duplicate ? 4 : 5};
-        const struct outbox_msg o = {m->idem_key, {dest, corr ? corr->value : NULL, corr ? corr->value_len : 0,
-                                                   response, response ? strlen(response) : 0, hdrs, nh, NULL, 0}};
+        const struct outbox_msg o = {m->idem_key, reply_place(m, duplicate),
+                                     {dest, corr ? corr->value : NULL, corr ? corr->value_len : 0, response,
+                                      response ? strlen(response) : 0, hdrs, nh, NULL, 0, NULL}};
         enum store_rc rc = STORE_OK;
         if ((no = refusal(pt, &o.rec, &kind, why, sizeof(why))))
                 refused(pt, m, dest, kind, no);

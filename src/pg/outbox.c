@@ -39,15 +39,18 @@ enum store_rc store_outbox_insert(struct store *s, const char *ns, const struct 
                 else
                         store_array_text(&values, NULL);
         }
-        const char *params[7] = {ns, m->idem_key, m->rec.topic, m->rec.key, m->rec.value, store_array_finish(&names),
-                                 store_array_finish(&values)};
-        const int lengths[7] = {0, 0, 0, (int)m->rec.key_len, (int)m->rec.value_len, 0, 0};
-        const int formats[7] = {0, 0, 0, 1, 1, 0, 0}; /* key and value go as binary bytea */
+        char msg_id[MSGID_LEN + 1];
+        if (m->idem_key)
+                msgid_derive(ns, m->idem_key, &m->place, msg_id);
+        const char *params[8] = {ns, m->idem_key, m->rec.topic, m->rec.key, m->rec.value, store_array_finish(&names),
+                                 store_array_finish(&values), m->idem_key ? msg_id : NULL};
+        const int lengths[8] = {0, 0, 0, (int)m->rec.key_len, (int)m->rec.value_len, 0, 0, 0};
+        const int formats[8] = {0, 0, 0, 1, 1, 0, 0, 0}; /* key and value go as binary bytea */
         rc = store_query_binary(s,
                                 "INSERT INTO dedupd.outbox (namespace, idem_key, topic, key, value,"
-                                " header_names, header_values)"
-                                " VALUES ($1, $2, $3, $4::bytea, $5::bytea, $6::text[], $7::bytea[])",
-                                7, params, lengths, formats, NULL, err, errsz);
+                                " header_names, header_values, msg_id)"
+                                " VALUES ($1, $2, $3, $4::bytea, $5::bytea, $6::text[], $7::bytea[], $8)",
+                                8, params, lengths, formats, NULL, err, errsz);
         store_array_free(&names);
         store_array_free(&values);
         return rc;
@@ -66,12 +69,24 @@ static unsigned char *unhex(const char *hex, size_t *len)
         return out;
 }
 
+/* The identity row w goes out with: its msg_id, checked again here (the
+ * column's CHECK says the same); a row without one (written before schema
+ * migration 10, or by hand) keeps the one it always had, its sequence id. */
+static void identity(const PGresult *r, int i, struct outbox_row *w)
+{
+        const char *id = PQgetisnull(r, i, 9) ? NULL : PQgetvalue(r, i, 9);
+        if (id && msgid_valid(id))
+                snprintf(w->msg_id, sizeof(w->msg_id), "%s", id);
+        else
+                snprintf(w->msg_id, sizeof(w->msg_id), "%" PRId64, w->id);
+}
+
 /* Row i of the result into w. */
 static void decode(const PGresult *r, int i, struct outbox_row *w)
 {
         json_error_t je;
         w->id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
-        snprintf(w->id_text, sizeof(w->id_text), "%" PRId64, w->id);
+        identity(r, i, w);
         w->topic_buf = xstrdup(PQgetvalue(r, i, 1));
         w->idem_key_buf = PQgetisnull(r, i, 8) ? NULL : xstrdup(PQgetvalue(r, i, 8));
         w->msg.rec.topic = w->topic_buf;
@@ -113,7 +128,7 @@ enum store_rc store_outbox_take(struct store *s, const char *ns, int limit, stru
                          "SELECT id, topic, encode(key, 'hex'), key IS NULL, encode(value, 'hex'),"
                          " value IS NULL, array_to_json(header_names),"
                          " (SELECT coalesce(json_agg(encode(v, 'hex')), '[]') FROM unnest(header_values) v),"
-                         " idem_key"
+                         " idem_key, msg_id"
                          " FROM dedupd.outbox WHERE namespace = $1 AND sent_at IS NULL AND given_up_at IS NULL"
                          " AND (retry_at IS NULL OR retry_at <= now())"
                          " ORDER BY id LIMIT $2::int FOR UPDATE SKIP LOCKED",

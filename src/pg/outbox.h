@@ -5,24 +5,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/msgid.h"
 #include "base/record.h"
 #include "pg/store.h"
 
 /** One message to write to the outbox. */
 struct outbox_msg {
-        const char *idem_key; /* the key whose effect emitted it, may be NULL */
+        const char *idem_key;     /* the key whose effect emitted it, may be NULL */
+        struct msgid_place place; /* which of the key's outputs it is: its msg_id */
         struct record rec;
 };
 
 /** Write m inside the caller's transaction: it exists if and only if that
- *  transaction commits. */
+ *  transaction commits. Its msg_id is derived from ns, m->idem_key and
+ *  m->place (base/msgid.h); a row without a key gets none and goes out with
+ *  its sequence id, as rows did before schema migration 10. */
 enum store_rc store_outbox_insert(struct store *s, const char *ns, const struct outbox_msg *m, char *err,
                                   size_t errsz) __attribute__((warn_unused_result));
 
 /** An unsent row, decoded; its storage is owned by the row. */
 struct outbox_row {
-        int64_t id;
-        char id_text[24];
+        int64_t id;                   /* the sequence: dedupctl outbox and the logs name rows by it */
+        char msg_id[MSGID_MAX + 1];   /* the identity it goes out with (dedupd.outbox.id) */
         struct outbox_msg msg;
         unsigned char *key_buf, *value_buf;
         char *topic_buf, *idem_key_buf;

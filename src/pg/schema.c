@@ -146,6 +146,21 @@ static const char *const migrations[] = {
         "ALTER TABLE dedupd.attempts ADD COLUMN IF NOT EXISTS owner text NOT NULL DEFAULT '';"
         "ALTER TABLE dedupd.attempts DROP CONSTRAINT IF EXISTS attempts_pkey;"
         "ALTER TABLE dedupd.attempts ADD PRIMARY KEY (namespace, topic, partition, \"offset\", single, owner);",
+        /* 10: each outbox row carries the identity a downstream dedups on
+         *    (issue 17), derived from its key and its place among the key's
+         *    outputs (base/msgid.h), so a row written again after a replay or
+         *    a failover goes out as the same message. NULL: a row written
+         *    before (or by hand) keeps the identity it had, its sequence id —
+         *    read so, rather than backfilled, which would rewrite a table of
+         *    sent rows under the migration's lock. No unique index: the same
+         *    identity is written again, legitimately, while its first row is
+         *    still kept (a key purged and applied again, a duplicate answered
+         *    again by a replay), and the downstream absorbs it by design. */
+        "ALTER TABLE dedupd.outbox ADD COLUMN IF NOT EXISTS msg_id text;"
+        /* What every broker takes as an id (base/msgid.h, MSGID_MAX); NOT
+         * VALID: the rows already there are NULL, no need to scan them. */
+        "ALTER TABLE dedupd.outbox ADD CONSTRAINT outbox_msg_id_ascii"
+        "  CHECK (msg_id ~ '^[!-~]{1,200}$') NOT VALID;",
 };
 #define MIGRATION_CNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -278,6 +293,7 @@ static const struct schema_column {
         {"outbox", "idem_key", "text", 1},
         {"outbox", "key", "bytea", 1},
         {"outbox", "last_error", "text", 1}, /* why the last publish failed */
+        {"outbox", "msg_id", "text", 1}, /* the identity it goes out with; NULL: its id, as before migration 10 */
         {"outbox", "namespace", "text", 0},
         {"outbox", "retry_at", "timestamp with time zone", 1}, /* a failed row waits until then */
         {"outbox", "sent_at", "timestamp with time zone", 1}, /* NULL until the broker acknowledged it */

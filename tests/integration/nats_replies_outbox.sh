@@ -3,8 +3,12 @@
 # duplicate's reply carries the first outcome to the subject its reply-to
 # header names; an outbox event exists if and only if its effect committed,
 # across a kill after COMMIT (before the relay ran) and one before COMMIT.
+# Each goes out with its identity as Nats-Msg-Id, so the stream's duplicate
+# window absorbs the relay publishing a row again, and a failover that lost
+# the commits: the events written again are the ones the stream holds.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/nats_lib.sh"
+. "$(dirname "$0")/outbox_lib.sh"
 require_fault_points
 
 R="replies.$ID" E="events.$ID" U="ship.$ID"
@@ -24,6 +28,8 @@ assert_eq "$(wc -l <"$WORK/replies.txt")" 4 "replies published"
 assert_eq "$(grep -cP '(^|[;\t])correlation-id=c[13][;\t].*OK: debited 10$' "$WORK/replies.txt")" 2 "R1's first response, to the first ask and to the duplicate"
 assert_eq "$(grep -cP '(^|[;\t])correlation-id=c[24][;\t].*insufficient balance$' "$WORK/replies.txt")" 2 "R2's first rejection, to the first ask and to the duplicate"
 assert_eq "$(sql "SELECT balance FROM account WHERE user_id = 9")" 990 "balance"
+assert_eq "$(nats_msg_ids "$WORK/replies.txt" | awk '$1 != $2 || $1 !~ /^[0-9a-f]{64}$/' | wc -l)" 0 "replies whose Nats-Msg-Id is not their derived dedupd.outbox.id"
+assert_eq "$(nats_msg_ids "$WORK/replies.txt" | sort -u | wc -l)" 4 "distinct reply ids (a duplicate's reply is its own message)"
 
 # The outbox, with the flaky handler emitting one event per effect to a subject.
 SUBJ=$U CONSUMER="${DURABLE}-${U//./_}"
@@ -52,11 +58,31 @@ assert_eq "$rc" 137 "killed at before_commit"
 start d4 "$WORK/e.yaml"
 nats_done
 for ((i = 0; i < 100; i++)); do [[ $(sql "SELECT count(*) FROM dedupd.outbox WHERE sent_at IS NULL") == 0 ]] && break; sleep 0.1; done
+# The relay publishes a row again (as after a crash between the PubAck and
+# marking it sent): the stream answers Duplicate and keeps one message.
+again=$(sql "UPDATE dedupd.outbox SET sent_at = NULL WHERE id = (SELECT min(id) FROM dedupd.outbox WHERE namespace = 'it-$ID-emit') RETURNING id")
+wait_until 30 "row $again published again" sent "$again"
 stop d4
 "$NT" dump "$STREAM" "$E" >"$WORK/events.txt"
 assert_eq "$(wc -l <"$WORK/events.txt")" 20 "events published: one per effect"
 assert_eq "$(grep -oP 'dedupd.record.key=[^;\t]*' "$WORK/events.txt" | sort | uniq -d | wc -l)" 0 "keys emitted twice"
 assert_eq "$(sql "SELECT count(*) FROM flaky_effects")" 20 "effects"
 assert_eq "$(sql "SELECT count(*) FROM dedupd.outbox WHERE sent_at IS NULL")" 0 "unsent outbox rows"
-grep -qP '(^|[;\t])dedupd.outbox.id=' "$WORK/events.txt" || fail "events carry no dedupd.outbox.id"
-log "ok: emitted iff committed, across a crash after COMMIT and one before it"
+assert_eq "$(nats_msg_ids "$WORK/events.txt" | awk '$1 != $2 || $1 !~ /^[0-9a-f]{64}$/' | wc -l)" 0 "events whose Nats-Msg-Id is not their derived dedupd.outbox.id"
+log "ok: emitted iff committed, across a crash after COMMIT and one before it; a row published again absorbed"
+
+# A failover to a replica that had none of those commits: the 20 effects
+# apply again and their events are written again, with the ids they had —
+# within the stream's duplicate window, it keeps the 20 it has.
+nats_msg_ids "$WORK/events.txt" | sort >"$WORK/ids.before"
+lose_commits "it-$ID-emit" "DELETE FROM flaky_effects" 1
+start d5 "$WORK/e.yaml"
+nats_done
+for ((i = 0; i < 100; i++)); do [[ $(sql "SELECT count(*) FROM dedupd.outbox WHERE sent_at IS NULL") == 0 ]] && break; sleep 0.1; done
+stop d5
+assert_eq "$(sql "SELECT count(*) FROM dedupd.outbox WHERE namespace = 'it-$ID-emit' AND sent_at IS NOT NULL")" 20 "events written again and acknowledged"
+assert_eq "$(sql "SELECT count(*) FROM flaky_effects")" 20 "effects after the re-apply"
+"$NT" dump "$STREAM" "$E" >"$WORK/events2.txt"
+assert_eq "$(wc -l <"$WORK/events2.txt")" 20 "events in the stream after the re-apply"
+assert_eq "$(nats_msg_ids "$WORK/events2.txt" | sort)" "$(cat "$WORK/ids.before")" "the stream's events and their ids"
+log "ok: the events written again after the failover were absorbed by the stream's duplicate window"

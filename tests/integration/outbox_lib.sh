@@ -106,3 +106,53 @@ retry_until_sent() {
 assert_no_pause() {
         assert_eq "$(grep -c 'paused fetching' "$WORK/$1.log" || true)" 0 "pauses of fetching in $1's log"
 }
+
+# ---- the identity a message goes out with (dedupd.outbox.msg_id) -----------
+
+# derived_id NS KEY PLACE...: the id a downstream can compute itself — hex
+# SHA-256 of "dedupd.outbox.v1", NS, KEY and the place's fields ("reply";
+# "emit" N; "reply" TOPIC PARTITION OFFSET for a duplicate's), each ended by a NUL
+derived_id() {
+        local f
+        for f in dedupd.outbox.v1 "$@"; do printf '%s\0' "$f"; done | sha256sum | cut -c1-64
+}
+
+# lose_commits NS [UNDO_SQL] [POSITION]: what a failover to a replica that
+# had none of NS's commits loses, in one transaction: its keys, its outbox
+# rows, its positions (back to POSITION, default 0: a NATS stream starts at
+# 1) and the handler's effects (UNDO_SQL)
+lose_commits() {
+        sql "DELETE FROM dedupd.keys WHERE namespace = '$1'; DELETE FROM dedupd.outbox WHERE namespace = '$1';
+             UPDATE dedupd.offsets SET next_offset = ${3:-0} WHERE namespace = '$1'; ${2:-}"
+}
+
+# nats_msg_ids DUMP: each message of a natstool dump as "NATS-MSG-ID OUTBOX-ID"
+# (its Nats-Msg-Id header and its dedupd.outbox.id, - where missing)
+nats_msg_ids() {
+        awk -F'\t' '{n = "-"; o = "-"; c = split($2, h, ";")
+                      for (i = 1; i <= c; i++) {
+                              if (h[i] ~ /^Nats-Msg-Id=/) n = substr(h[i], 13)
+                              if (h[i] ~ /^dedupd\.outbox\.id=/) o = substr(h[i], 18)
+                      }
+                      print n, o}' "$1"
+}
+
+# kafka_outbox_ids DUMP: each record of a kafkatool dump as "KEY EMIT ID" —
+# its key, its emit header (- if none), its dedupd.outbox.id — sorted
+kafka_outbox_ids() {
+        awk '/^[0-9]+ /{if (k != "") print k, e, id; k = $3; e = "-"; id = "-"; next}
+             /^  emit=/{e = substr($0, 8)}
+             /^  dedupd.outbox.id=/{id = substr($0, 20)}
+             END{if (k != "") print k, e, id}' "$1" | sort
+}
+
+# assert_same_ids BEFORE AFTER WHAT: AFTER (kafka_outbox_ids of the topic
+# once its messages applied twice) holds each line of BEFORE exactly twice:
+# every message went out again with the identity it had
+assert_same_ids() {
+        local n
+        n=$(wc -l <<<"$1")
+        assert_eq "$(uniq <<<"$2")" "$1" "$3: the messages and their ids after the re-apply"
+        assert_eq "$(uniq -c <<<"$2" | awk '$1 != 2' | wc -l)" 0 "$3: messages not sent exactly twice with one id"
+        assert_eq "$(awk '{print $3}' <<<"$1" | sort -u | wc -l)" "$n" "$3: distinct ids"
+}

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # First outcome for every duplicate, to the reply topic the message names, byte
 # for byte; and the outbox: an emitted message exists if and only if its effect
-# committed, even when the process dies between COMMIT and publishing.
+# committed, even when the process dies between COMMIT and publishing. Each
+# reply and event goes out with an identity derived from its key and its place
+# (dedupd.outbox.id): applied again after a failover lost the commits, every
+# one goes out again with the id it had.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/outbox_lib.sh"
 require_fault_points
 
 T="pay_reply_$$" R="replies_$$"
@@ -26,6 +30,22 @@ assert_eq "$(grep -c '^0 [0-9]* c[13] OK: debited 10$' "$WORK/replies.txt")" 2 "
 assert_eq "$(grep -c '^0 [0-9]* c[24] insufficient balance$' "$WORK/replies.txt")" 2 "R2's first rejection, to the first ask and to the retry"
 assert_eq "$(grep -c '^  dedupd.duplicate=true$' "$WORK/replies.txt")" 2 "replies marked as answers to duplicates"
 assert_eq "$(sql "SELECT balance FROM account WHERE user_id = 9")" 990 "balance"
+before=$(kafka_outbox_ids "$WORK/replies.txt")
+assert_eq "$(awk '$1 == "c1" {print $3}' <<<"$before")" "$(derived_id "it-$ID" R1/PAY reply)" "c1's reply id, as a downstream derives it"
+assert_eq "$(awk '$1 == "c3" {print $3}' <<<"$before")" "$(derived_id "it-$ID" R1/PAY reply "$T" 0 2)" "the id of the reply to c3, a duplicate at offset 2"
+
+# A failover to a replica that had none of those commits: keys, replies,
+# positions and the debit lost. The four messages apply again, and each reply
+# goes out with the id it had.
+lose_commits "it-$ID" "UPDATE account SET balance = 1000 WHERE user_id = 9; DELETE FROM transfer_ledger"
+start d1b "$WORK/c.yaml"
+wait_done "$T"
+for ((i = 0; i < 100; i++)); do [[ $(produced "$R") == 8 ]] && break; sleep 0.1; done
+stop d1b
+"$KT" dump -t "$R" >"$WORK/replies2.txt"
+assert_same_ids "$before" "$(kafka_outbox_ids "$WORK/replies2.txt")" "replies"
+assert_eq "$(sql "SELECT balance FROM account WHERE user_id = 9")" 990 "balance after the re-apply"
+log "ok: every reply went out again with the id it had"
 
 # Outbox with the flaky handler, which emits one event per effect.
 E="events_$$" U="orders_$$"
@@ -39,7 +59,7 @@ outbox: {interval_ms: 200}
 topics:
   - name: $U
     key: {subject: "{json:order_id}", action: SHIP}
-    handler: {path: "$BUILD/tests/flaky.so", config: {emit_topic: "$E"}}
+    handler: {path: "$BUILD/tests/flaky.so", config: {emit_topic: "$E", emit_count: "2"}}
     batch: {max_messages: 10, max_wait_ms: 20}
 YAML
 for i in $(seq 1 30); do printf '{"order_id":"e%d"}\n' $((i % 20)); done | "$KT" produce -t "$U"
@@ -59,9 +79,20 @@ wait_done "$U"
 for ((i = 0; i < 100; i++)); do [[ $(sql "SELECT count(*) FROM dedupd.outbox WHERE sent_at IS NULL") == 0 ]] && break; sleep 0.1; done
 stop d4
 "$KT" dump -t "$E" >"$WORK/events.txt"
-assert_eq "$(produced "$E")" 20 "events published: one per effect"
-assert_eq "$(awk '/^0 /{print $3}' "$WORK/events.txt" | sort | uniq -d | wc -l)" 0 "keys emitted twice"
+assert_eq "$(produced "$E")" 40 "events published: two per effect"
+before=$(kafka_outbox_ids "$WORK/events.txt")
+assert_eq "$(awk '{print $1, $2}' <<<"$before" | uniq -d | wc -l)" 0 "events of one key and place published twice"
 assert_eq "$(sql "SELECT count(*) FROM flaky_effects")" 20 "effects"
 assert_eq "$(sql "SELECT count(*) FROM dedupd.outbox WHERE sent_at IS NULL")" 0 "unsent outbox rows"
-grep -q "^  dedupd.outbox.id=" "$WORK/events.txt" || fail "events carry no dedupd.outbox.id"
+assert_eq "$(awk '$1 == "e7/SHIP" && $2 == 1 {print $3}' <<<"$before")" "$(derived_id "it-$ID-emit" e7/SHIP emit 1)" "the id of e7's second event, as a downstream derives it"
 log "ok: emitted iff committed, across a crash after COMMIT and one before it"
+
+# The same failover for the events: each goes out again with the id it had.
+lose_commits "it-$ID-emit" "DELETE FROM flaky_effects"
+start d5 "$WORK/e.yaml"
+wait_done "$U"
+for ((i = 0; i < 100; i++)); do [[ $(sql "SELECT count(*) FROM dedupd.outbox WHERE sent_at IS NULL") == 0 ]] && break; sleep 0.1; done
+stop d5
+"$KT" dump -t "$E" >"$WORK/events2.txt"
+assert_same_ids "$before" "$(kafka_outbox_ids "$WORK/events2.txt")" "events"
+log "ok: every event went out again with the id it had"

@@ -342,7 +342,7 @@ static void dead_letter_whole(struct dead_letter *d, const char *dlq_topic, cons
                               const char *ns)
 {
         d->h = xcalloc(m->header_cnt + DLQ_OWN_HEADERS, sizeof(*d->h));
-        d->rec = (struct record){dlq_topic, m->key, m->key_len, m->value, m->value_len, d->h, 0, NULL, 0};
+        d->rec = (struct record){dlq_topic, m->key, m->key_len, m->value, m->value_len, d->h, 0, NULL, 0, NULL};
         for (size_t k = 0; k < m->header_cnt; k++)
                 d->h[d->rec.header_cnt++] = m->headers[k];
         own_headers(d, m, ns);

@@ -89,9 +89,11 @@ static int no_answer(natsStatus st)
 }
 
 /* The outbox, one record at a time, each waiting at most
- * outbox.publish_timeout_ms for its PubAck. A record no stream takes is
- * refused at once (no responders) and the next goes on; a server that is
- * gone or does not answer leaves this one and the rest unsent. */
+ * outbox.publish_timeout_ms for its PubAck. Each goes with its msg_id as
+ * Nats-Msg-Id: a stream that had it within its duplicate window answers
+ * with a PubAck that says Duplicate and stores nothing. A record no stream
+ * takes is refused at once (no responders) and the next goes on; a server
+ * that is gone or does not answer leaves this one and the rest unsent. */
 static void publish(void *opaque, const struct record *recs, size_t n, struct sink_outcome *out)
 {
         struct nats_publisher *p = opaque;
@@ -100,6 +102,7 @@ static void publish(void *opaque, const struct record *recs, size_t n, struct si
         jsPubOptions_Init(&opts);
         opts.MaxWait = p->cfg->outbox_publish_timeout_ms;
         for (; i < n; i++) {
+                opts.MsgId = recs[i].msg_id;
                 natsMsg *m = NULL;
                 natsStatus st;
                 char what[300];

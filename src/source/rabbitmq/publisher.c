@@ -303,8 +303,8 @@ unsent:
 }
 
 /* The outbox: each record to the exchange its topic names, routing key its
- * key, headers as AMQP headers, persistent, mandatory, confirmed within
- * outbox.publish_timeout_ms. */
+ * key, headers as AMQP headers, its msg_id as message_id, persistent,
+ * mandatory, confirmed within outbox.publish_timeout_ms. */
 static void publish(void *opaque, const struct record *recs, size_t n, struct sink_outcome *res)
 {
         struct rmq_publisher *p = opaque;
@@ -324,6 +324,10 @@ static void publish(void *opaque, const struct record *recs, size_t n, struct si
                 out[k].props._flags = AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_HEADERS_FLAG;
                 out[k].props.delivery_mode = 2; /* persistent */
                 out[k].props.headers = rmq_headers_table(NULL, recs[i].headers, recs[i].header_cnt, &pool);
+                if (recs[i].msg_id) {
+                        out[k].props._flags |= AMQP_BASIC_MESSAGE_ID_FLAG;
+                        out[k].props.message_id = amqp_cstring_bytes(recs[i].msg_id);
+                }
                 k++;
         }
         if (k)
