@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "source/kafka/client.h"
+#include "source/kafka/positions.h"
 #include "source/kafka/stats.h"
 
 struct kafka_source {
@@ -25,6 +26,7 @@ struct kafka_source {
         int64_t deadline_ms;   /* startup: joined by then, or fail; 0: no deadline */
         int startup_timeout_ms;
         char last_error[512];  /* librdkafka's last error, for the startup failure */
+        struct kafka_positions *positions; /* handed over, acknowledged, skipped */
 };
 
 static struct kafka_source *of(struct source *src) { return (struct kafka_source *)src; }
@@ -106,6 +108,7 @@ static struct pl_msg *poll_one(struct source *src, int timeout_ms)
                 rd_kafka_message_destroy(rkm);
                 return NULL;
         }
+        kafka_positions_delivered(k->positions, (size_t)t, rkm->partition, rkm->offset);
         return msg_wrap(rkm, (size_t)t);
 }
 
@@ -123,9 +126,13 @@ static void ack(struct source *src, const struct pl_commit *commits, size_t n)
 {
         struct kafka_source *k = of(src);
         rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+                int t = topic_index(k->cfg, commits[i].topic);
                 rd_kafka_topic_partition_list_add(l, commits[i].topic, commits[i].partition)->offset =
                         commits[i].next_offset;
+                if (t >= 0)
+                        kafka_positions_acked(k->positions, (size_t)t, commits[i].partition, commits[i].next_offset);
+        }
         /* A partition revoked meanwhile is refused here; its next owner starts
          * from the database anyway. */
         rd_kafka_offsets_store(k->rk, l);
@@ -142,6 +149,12 @@ static void pause_parts(struct source *src, const struct pl_part *parts, size_t 
         else
                 rd_kafka_resume_partitions(k->rk, l);
         rd_kafka_topic_partition_list_destroy(l);
+}
+
+static size_t skipped(struct source *src, struct pl_skip *out, size_t max)
+{
+        struct kafka_source *k = of(src);
+        return kafka_positions_skipped(k->positions, k->rk, k->cfg, out, max);
 }
 
 /* ---- rebalances ----------------------------------------------------------------- */
@@ -192,6 +205,7 @@ static void assign(struct kafka_source *k, rd_kafka_topic_partition_list_t *l)
         for (size_t i = 0; i < n; i++)
                 l->elems[elem[i]].offset = start[i] >= 0 ? start[i] : RD_KAFKA_OFFSET_INVALID;
         rd_kafka_assign(k->rk, l);
+        kafka_positions_assigned(k->positions, k->cfg, l);
         k->ev.settled(k->ev.opaque);
         commit_known_positions(k, l);
 }
@@ -206,6 +220,7 @@ static void revoke(struct kafka_source *k, const rd_kafka_topic_partition_list_t
         } else {
                 k->ev.revoked(k->ev.opaque, NULL, 0);
         }
+        kafka_positions_revoked(k->positions, k->cfg, NULL);
         rd_kafka_assign(k->rk, NULL);
 }
 
@@ -305,6 +320,7 @@ static void destroy(struct source *src)
         if (k->rk)
                 rd_kafka_destroy_flags(k->rk, k->joined ? 0 : RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
         log_ratelimit_flush(&k->rl);
+        kafka_positions_free(k->positions);
         free(k);
 }
 
@@ -316,6 +332,7 @@ static const struct source_ops kafka_ops = {
         .failure = failure,
         .close = close_source,
         .destroy = destroy,
+        .skipped = skipped,
 };
 
 /* dedupd's own settings over the kafka: map: offsets are stored only after
@@ -358,6 +375,7 @@ struct source *kafka_source_new(const struct config *cfg, struct source_events e
         k->base.ops = &kafka_ops;
         k->cfg = cfg;
         k->ev = ev;
+        k->positions = kafka_positions_new();
         if (!(conf = consumer_conf(cfg, err, errsz)))
                 goto error;
         rd_kafka_conf_set_opaque(conf, k);
