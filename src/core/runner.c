@@ -19,6 +19,7 @@
 #include "ops/notify.h"
 #include "pg/gauges.h"
 #include "pg/offsets.h"
+#include "pg/probe.h"
 
 #define POLL_SLICE_MS 100
 #define STATS_INTERVAL_MS 10000
@@ -85,6 +86,8 @@ struct runner {
         struct pl_stats last_stats;
         int64_t last_health_ms, last_gauges_ms;
         int64_t last_skip_ms; /* the last look for offsets skipped (record_skipped) */
+        int64_t last_probe_ms;   /* the connection last known to answer (a batch, a probe) */
+        uint64_t probe_batches;  /* batches committed by then */
         volatile sig_atomic_t *reload_flag; /* SIGHUP */
         void (*reload_cb)(void *opaque);
         void *reload_opaque;
@@ -585,6 +588,14 @@ static void log_stats(struct runner *r)
 }
 
 /* Between batches: the outbox relay, purge, the reaper and the stats line. */
+/* Whether the source reaches its broker, for /readyz. */
+static void publish_broker(struct runner *r)
+{
+        char why[512] = "";
+        int up = !r->src || !r->src->ops->connected || r->src->ops->connected(r->src, why, sizeof(why));
+        health_broker(up, why);
+}
+
 /* What /healthz and /readyz answer, every HEALTH_INTERVAL_MS. */
 static void publish_health(struct runner *r, int64_t now)
 {
@@ -594,6 +605,7 @@ static void publish_health(struct runner *r, int64_t now)
         health_beat(now);
         notify_watchdog(now);
         health_db(!r->db_down);
+        publish_broker(r);
         for (size_t t = 0; t < r->cfg->topic_cnt; t++) {
                 const struct tbuf *b = &r->bufs[t];
                 health_stuck(t, b->failures >= STUCK_FAILURES || (b->failures && now - b->failing_since >= STUCK_MS));
@@ -673,11 +685,34 @@ static void record_skipped(struct runner *r, int64_t now)
                 record_skipped_topic(r, t, sk, n);
 }
 
+/* While the topics are idle nothing else notices a database that went
+ * away, and readiness would go on saying it is there: once no batch has
+ * used the connection for postgres.probe_interval_ms, a bounded SELECT 1.
+ * A failed one is a lost database like any other (the loop reconnects). */
+static void probe_db(struct runner *r, int64_t now)
+{
+        const struct pl_stats *s = pipeline_stats(r->pl);
+        char err[512];
+        if (!r->cfg->db_probe_interval_ms || r->db_down)
+                return;
+        if (s->batches != r->probe_batches) {
+                r->probe_batches = s->batches;
+                r->last_probe_ms = now;
+                return;
+        }
+        if (now - r->last_probe_ms < r->cfg->db_probe_interval_ms)
+                return;
+        r->last_probe_ms = now;
+        if (store_probe(r->store, r->cfg->db_probe_timeout_ms, err, sizeof(err)) != STORE_OK)
+                db_lost(r, "runner", err);
+}
+
 static void housekeeping(struct runner *r, int64_t now)
 {
         if (now - r->last_stats_ms >= STATS_INTERVAL_MS)
                 log_stats(r);
         publish_health(r, now);
+        probe_db(r, now);
         if (r->db_down)
                 return;
         instance_tick(r->store, r->cfg, now); /* first: the relay below may take a while */

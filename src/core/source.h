@@ -99,6 +99,9 @@ struct source_ops {
          *  position moved past offsets that hold nothing to deliver. The
          *  runner records each (from -> to) in the database, then acks it. */
         size_t (*skipped)(struct source *src, struct pl_skip *out, size_t max);
+        /** Optional: 1 while the broker is reachable, else 0 and why, in
+         *  words for /readyz (never a secret). */
+        int (*connected)(struct source *src, char *why, size_t whysz);
 };
 
 /** A source implementation begins with this. */

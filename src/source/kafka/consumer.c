@@ -27,6 +27,8 @@ struct kafka_source {
         int startup_timeout_ms;
         char last_error[512];  /* librdkafka's last error, for the startup failure */
         struct kafka_positions *positions; /* handed over, acknowledged, skipped */
+        int brokers_down;      /* ALL_BROKERS_DOWN, and no sign of one since */
+        char brokers_why[512]; /* what librdkafka said then */
 };
 
 static struct kafka_source *of(struct source *src) { return (struct kafka_source *)src; }
@@ -109,6 +111,7 @@ static struct pl_msg *poll_one(struct source *src, int timeout_ms)
                 return NULL;
         }
         kafka_positions_delivered(k->positions, (size_t)t, rkm->partition, rkm->offset);
+        k->brokers_down = 0; /* a fetch was answered */
         return msg_wrap(rkm, (size_t)t);
 }
 
@@ -232,6 +235,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
         switch (err) {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
                 k->joined = 1;
+                k->brokers_down = 0;
                 assign(k, parts);
                 break;
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
@@ -254,6 +258,10 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
                 k->fatal = 1;
                 return;
         }
+        if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
+                k->brokers_down = 1;
+                snprintf(k->brokers_why, sizeof(k->brokers_why), "%s", reason);
+        }
         /* "1/1 brokers are down" says less than the refusal before it. */
         if (err != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || !k->last_error[0])
                 snprintf(k->last_error, sizeof(k->last_error), "%s", reason);
@@ -264,6 +272,26 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
         else
                 log_limited(&k->rl, 3, 10000, LOG_WARN, "kafka", "%s: %s",
                             rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+}
+
+/* librdkafka says when every broker is down, never when one is back: its
+ * statistics (every statistics.interval.ms, on whenever http.listen is
+ * set) name each broker's state. A message or an assignment says so too. */
+static int stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque)
+{
+        struct kafka_source *k = opaque;
+        if (k->brokers_down && kafka_stats_brokers_up(json, len) > 0)
+                k->brokers_down = 0;
+        return kafka_stats_cb(rk, json, len, opaque);
+}
+
+static int connected(struct source *src, char *why, size_t whysz)
+{
+        struct kafka_source *k = of(src);
+        if (k->brokers_down)
+                snprintf(why, whysz, "Kafka: no broker reachable (bootstrap.servers %s): %s", kafka_bootstrap(k->cfg),
+                         k->brokers_why);
+        return !k->brokers_down;
 }
 
 /* ---- life ------------------------------------------------------------------------ */
@@ -333,6 +361,7 @@ static const struct source_ops kafka_ops = {
         .close = close_source,
         .destroy = destroy,
         .skipped = skipped,
+        .connected = connected,
 };
 
 /* dedupd's own settings over the kafka: map: offsets are stored only after
@@ -381,7 +410,7 @@ struct source *kafka_source_new(const struct config *cfg, struct source_events e
         rd_kafka_conf_set_opaque(conf, k);
         rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
         rd_kafka_conf_set_error_cb(conf, error_cb);
-        rd_kafka_conf_set_stats_cb(conf, kafka_stats_cb); /* consumer lag, for the metrics */
+        rd_kafka_conf_set_stats_cb(conf, stats_cb); /* consumer lag, for the metrics; brokers up */
         if (!(k->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, errsz))) {
                 rd_kafka_conf_destroy(conf);
                 goto error;
