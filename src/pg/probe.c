@@ -8,11 +8,13 @@
 
 #include "base/log.h"
 
+/* The connection failed the probe: counted like any failed statement (dedupd_db_errors_total). */
 static enum store_rc lost(PGconn *conn, const char *what, char *err, size_t errsz)
 {
         char why[400];
         store_error_text(why, sizeof(why), conn, NULL);
         snprintf(err, errsz, "%s: %s", what, why[0] ? why : "the connection is closed");
+        store_classify(conn, NULL);
         return STORE_CONN;
 }
 
@@ -53,6 +55,7 @@ static enum store_rc answer(PGconn *conn, int timeout_ms, char *err, size_t errs
                 }
                 if (await(conn, flushing, deadline)) {
                         snprintf(err, errsz, "SELECT 1 not answered within %d ms", timeout_ms);
+                        store_classify(conn, NULL);
                         return STORE_CONN;
                 }
                 if (!PQconsumeInput(conn))
