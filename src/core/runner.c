@@ -587,7 +587,6 @@ static void log_stats(struct runner *r)
         r->last_stats_ms = now;
 }
 
-/* Between batches: the outbox relay, purge, the reaper and the stats line. */
 /* Whether the source reaches its broker, for /readyz. */
 static void publish_broker(struct runner *r)
 {
@@ -596,6 +595,7 @@ static void publish_broker(struct runner *r)
         health_broker(up, why);
 }
 
+/* Between batches: the outbox relay, purge, the reaper and the stats line. */
 /* What /healthz and /readyz answer, every HEALTH_INTERVAL_MS. */
 static void publish_health(struct runner *r, int64_t now)
 {
