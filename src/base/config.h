@@ -101,6 +101,8 @@ struct config {
         int startup_timeout_ms; /* 0: wait for ever */
         int shutdown_timeout_ms;
         int db_retry_max_ms;
+        int db_probe_interval_ms; /* SELECT 1 on a connection idle this long; 0: never */
+        int db_probe_timeout_ms;
 
         struct config_kv *kafka;
         size_t kafka_cnt;

@@ -239,6 +239,14 @@ static const struct field postgres_fields[] = {
          .desc = "libpq connection string or URI; put the password in ${ENV}, ${file:/path} or ~/.pgpass (never logged)"},
         {.name = "retry_max_ms", .type = F_INT, .off = COFF(db_retry_max_ms), .def = "5000", .min = 10, .max = 600000,
          .desc = "Longest wait between reconnection attempts while the database is down"},
+        {.name = "probe_interval_ms", .type = F_INT, .off = COFF(db_probe_interval_ms), .def = "2000", .min = 0,
+         .max = 600000, .reload = 1,
+         .desc = "While no batch has used the connection for this long, ask the database SELECT 1 (readiness "
+                 "turns false and dedupd reconnects when it does not answer); 0: never"},
+        {.name = "probe_timeout_ms", .type = F_INT, .off = COFF(db_probe_timeout_ms), .def = "1000", .min = 100,
+         .max = 2000, .reload = 1,
+         .desc = "How long that SELECT 1 may take before the database counts as lost (the loop waits that long "
+                 "at most)"},
         {.name = NULL},
 };
 

@@ -19,6 +19,7 @@
 #include "ops/notify.h"
 #include "pg/gauges.h"
 #include "pg/offsets.h"
+#include "pg/probe.h"
 
 #define POLL_SLICE_MS 100
 #define STATS_INTERVAL_MS 10000
@@ -84,6 +85,9 @@ struct runner {
         int64_t last_stats_ms;
         struct pl_stats last_stats;
         int64_t last_health_ms, last_gauges_ms;
+        int64_t last_skip_ms; /* the last look for offsets skipped (record_skipped) */
+        int64_t last_probe_ms;   /* the connection last known to answer (a batch, a probe) */
+        uint64_t probe_batches;  /* batches committed by then */
         volatile sig_atomic_t *reload_flag; /* SIGHUP */
         void (*reload_cb)(void *opaque);
         void *reload_opaque;
@@ -583,6 +587,14 @@ static void log_stats(struct runner *r)
         r->last_stats_ms = now;
 }
 
+/* Whether the source reaches its broker, for /readyz. */
+static void publish_broker(struct runner *r)
+{
+        char why[512] = "";
+        int up = !r->src || !r->src->ops->connected || r->src->ops->connected(r->src, why, sizeof(why));
+        health_broker(up, why);
+}
+
 /* Between batches: the outbox relay, purge, the reaper and the stats line. */
 /* What /healthz and /readyz answer, every HEALTH_INTERVAL_MS. */
 static void publish_health(struct runner *r, int64_t now)
@@ -593,6 +605,7 @@ static void publish_health(struct runner *r, int64_t now)
         health_beat(now);
         notify_watchdog(now);
         health_db(!r->db_down);
+        publish_broker(r);
         for (size_t t = 0; t < r->cfg->topic_cnt; t++) {
                 const struct tbuf *b = &r->bufs[t];
                 health_stuck(t, b->failures >= STUCK_FAILURES || (b->failures && now - b->failing_since >= STUCK_MS));
@@ -616,11 +629,90 @@ static void read_gauges(struct runner *r, int64_t now)
         }
 }
 
+/* A partition's offsets that hold no message — a transactional producer's
+ * markers and aborted records — are recorded where the source proved them
+ * (nothing outstanding, its position beyond): in dedupd.offsets first, and
+ * acknowledged only after that statement committed, so lag reaches 0 while
+ * the partition is idle. */
+#define SKIP_INTERVAL_MS 1000
+static void record_skipped_topic(struct runner *r, size_t t, const struct pl_skip *sk, size_t n)
+{
+        const char *topic = r->cfg->topics[t].name;
+        int32_t parts[n];
+        int64_t from[n], to[n];
+        int moved[n];
+        struct pl_commit commits[n];
+        size_t k = 0, nc = 0;
+        char err[512];
+
+        for (size_t i = 0; i < n; i++)
+                if (sk[i].topic_idx == t) {
+                        parts[k] = sk[i].partition;
+                        from[k] = sk[i].from;
+                        to[k++] = sk[i].to;
+                }
+        if (!k)
+                return;
+        enum store_rc rc = store_offsets_skip(r->store, r->cfg->namespace, topic, k, parts, from, to, moved, err,
+                                              sizeof(err));
+        if (rc == STORE_CONN) {
+                db_lost(r, "runner", err);
+                return;
+        }
+        if (rc) {
+                log_limited(&r->rl_db, 1, 60000, LOG_WARN, "runner", "recording skipped offsets of %s: %s", topic, err);
+                return;
+        }
+        for (size_t j = 0; j < k; j++)
+                if (moved[j]) {
+                        log_debug("runner", "%s/%d: offsets %" PRId64 "..%" PRId64 " hold no message "
+                                            "(transaction markers, aborted records): position %" PRId64,
+                                  topic, (int)parts[j], from[j], to[j] - 1, to[j]);
+                        commits[nc++] = (struct pl_commit){topic, parts[j], to[j]};
+                }
+        if (nc)
+                r->src->ops->ack(r->src, commits, nc);
+}
+
+static void record_skipped(struct runner *r, int64_t now)
+{
+        if (!r->src->ops->skipped || !r->part_cnt || now - r->last_skip_ms < SKIP_INTERVAL_MS || !store_idle(r->store))
+                return;
+        r->last_skip_ms = now;
+        struct pl_skip sk[r->part_cnt];
+        size_t n = r->src->ops->skipped(r->src, sk, r->part_cnt);
+        for (size_t t = 0; t < r->cfg->topic_cnt && n; t++)
+                record_skipped_topic(r, t, sk, n);
+}
+
+/* While the topics are idle nothing else notices a database that went
+ * away, and readiness would go on saying it is there: once no batch has
+ * used the connection for postgres.probe_interval_ms, a bounded SELECT 1.
+ * A failed one is a lost database like any other (the loop reconnects). */
+static void probe_db(struct runner *r, int64_t now)
+{
+        const struct pl_stats *s = pipeline_stats(r->pl);
+        char err[512];
+        if (!r->cfg->db_probe_interval_ms || r->db_down)
+                return;
+        if (s->batches != r->probe_batches) {
+                r->probe_batches = s->batches;
+                r->last_probe_ms = now;
+                return;
+        }
+        if (now - r->last_probe_ms < r->cfg->db_probe_interval_ms)
+                return;
+        r->last_probe_ms = now;
+        if (store_probe(r->store, r->cfg->db_probe_timeout_ms, err, sizeof(err)) != STORE_OK)
+                db_lost(r, "runner", err);
+}
+
 static void housekeeping(struct runner *r, int64_t now)
 {
         if (now - r->last_stats_ms >= STATS_INTERVAL_MS)
                 log_stats(r);
         publish_health(r, now);
+        probe_db(r, now);
         if (r->db_down)
                 return;
         instance_tick(r->store, r->cfg, now); /* first: the relay below may take a while */
@@ -628,6 +720,7 @@ static void housekeeping(struct runner *r, int64_t now)
         retention_tick(r->store, r->cfg, log_now_ms()); /* every purge.interval_ms */
         external_reap_tick(r->cfg, r->store, now);
         read_gauges(r, now);
+        record_skipped(r, now);
 }
 
 /* How long the next poll may wait: until the first batch or reconnection is

@@ -55,6 +55,16 @@ struct pl_part {
         int32_t partition;
 };
 
+/** Offsets a source proved hold nothing to deliver (a Kafka transaction's
+ *  markers, an aborted transaction's records): the partition is done from
+ *  `from` — what was acknowledged, or where it started; -1: it had no
+ *  position then — up to `to`, and no message was handed over in between. */
+struct pl_skip {
+        size_t topic_idx;
+        int32_t partition;
+        int64_t from, to;
+};
+
 /** Where a partition may be acknowledged after a committed batch. */
 struct pl_commit {
         const char *topic;
@@ -85,6 +95,13 @@ struct source_ops {
         /** Make what was acknowledged visible and leave (the group). */
         void (*close)(struct source *src);
         void (*destroy)(struct source *src);
+        /** Optional: up to max partitions with nothing outstanding whose
+         *  position moved past offsets that hold nothing to deliver. The
+         *  runner records each (from -> to) in the database, then acks it. */
+        size_t (*skipped)(struct source *src, struct pl_skip *out, size_t max);
+        /** Optional: 1 while the broker is reachable, else 0 and why, in
+         *  words for /readyz (never a secret). */
+        int (*connected)(struct source *src, char *why, size_t whysz);
 };
 
 /** A source implementation begins with this. */

@@ -1,4 +1,4 @@
-/* health: what /healthz and /readyz answer — the main loop's heartbeat, the database, the group, stuck topics. */
+/* health: what /healthz and /readyz answer — the main loop's heartbeat, the database, the broker, the group, stuck topics. */
 #include "ops/health.h"
 
 #include <inttypes.h>
@@ -14,6 +14,8 @@ static struct {
         pthread_mutex_t lock;
         int64_t stall_ms, beat_ms;
         int db_up, joined;
+        int broker_down;
+        char broker_why[512]; /* the source's words, while broker_down */
         size_t partitions, topics;
         char **names;
         int *stuck;
@@ -54,6 +56,10 @@ void health_free(void)
 
 void health_beat(int64_t now_ms) { UPDATE(h.beat_ms = now_ms); }
 void health_db(int up) { UPDATE(h.db_up = up); }
+void health_broker(int up, const char *why)
+{
+        UPDATE((h.broker_down = !up, snprintf(h.broker_why, sizeof(h.broker_why), "%s", up || !why ? "" : why)));
+}
 void health_assigned(size_t partitions) { UPDATE((h.joined = 1, h.partitions = partitions)); }
 void health_unassigned(void) { UPDATE((h.joined = 0, h.partitions = 0)); }
 void health_stuck(size_t t, int stuck) { UPDATE(if (t < h.topics) h.stuck[t] = stuck); }
@@ -78,7 +84,7 @@ static void add_reason(char *why, size_t whysz, size_t *at, const char *text)
 
 int health_ready(int64_t now_ms, char *why, size_t whysz)
 {
-        char alive_why[160], line[300];
+        char alive_why[160], line[600];
         size_t at = 0;
         why[0] = '\0';
         if (!health_alive(now_ms, alive_why, sizeof(alive_why)))
@@ -86,6 +92,11 @@ int health_ready(int64_t now_ms, char *why, size_t whysz)
         pthread_mutex_lock(&h.lock);
         if (!h.db_up)
                 add_reason(why, whysz, &at, "the database is unreachable");
+        if (h.broker_down) {
+                snprintf(line, sizeof(line), "the broker is unreachable%s%s", h.broker_why[0] ? ": " : "",
+                         h.broker_why);
+                add_reason(why, whysz, &at, line);
+        }
         if (!h.joined)
                 add_reason(why, whysz, &at, "not in the consumer group yet (no assignment)");
         for (size_t t = 0; t < h.topics; t++)

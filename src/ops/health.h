@@ -1,4 +1,4 @@
-/* health: what /healthz and /readyz answer — the main loop's heartbeat, the database, the group, stuck topics. */
+/* health: what /healthz and /readyz answer — the main loop's heartbeat, the database, the broker, the group, stuck topics. */
 #ifndef DEDUPD_OPS_HEALTH_H
 #define DEDUPD_OPS_HEALTH_H
 
@@ -11,6 +11,8 @@ void health_free(void);
 
 void health_beat(int64_t now_ms);
 void health_db(int up);
+/** The broker's connection: up, or down and why (the source's words). */
+void health_broker(int up, const char *why);
 /** A rebalance settled: the instance is in the group with these many partitions (0 is idle by design). */
 void health_assigned(size_t partitions);
 /** Left the group (revoked, shutting down). */

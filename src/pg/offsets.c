@@ -177,3 +177,47 @@ enum store_rc store_offsets_set(struct store *s, const char *ns, const char *top
         store_array_free(&oa);
         return rc;
 }
+
+/* A row moves from exactly `from` (where the source proved the gap starts)
+ * to `to`; with from -1 a row is only created where none is: anything else
+ * means the database is not where the source started (another owner, a
+ * failover, a replay), and nothing moves. */
+static const char *const skip_sql =
+        "WITH u AS (SELECT * FROM unnest($3::int[], $4::bigint[], $5::bigint[]) AS u(p, f, t) WHERE u.t > u.f),"
+        " up AS (UPDATE dedupd.offsets o SET next_offset = u.t, updated_at = now() FROM u"
+        "  WHERE o.namespace = $1 AND o.topic = $2 AND o.partition = u.p AND u.f >= 0 AND o.next_offset = u.f"
+        "  RETURNING o.partition),"
+        " ins AS (INSERT INTO dedupd.offsets (namespace, topic, partition, next_offset)"
+        "  SELECT $1, $2, u.p, u.t FROM u WHERE u.f < 0 ORDER BY u.p"
+        "  ON CONFLICT (namespace, topic, partition) DO NOTHING RETURNING partition)"
+        " SELECT partition FROM up UNION ALL SELECT partition FROM ins";
+
+enum store_rc store_offsets_skip(struct store *s, const char *ns, const char *topic, size_t n, const int32_t *parts,
+                                 const int64_t *from, const int64_t *to, int *moved, char *err, size_t errsz)
+{
+        struct store_array pa = {0}, fa = {0}, ta = {0};
+        PGresult *r = NULL;
+        enum store_rc rc;
+
+        for (size_t i = 0; i < n; i++) {
+                moved[i] = 0;
+                store_array_int(&pa, parts[i]);
+                store_array_int(&fa, from[i]);
+                store_array_int(&ta, to[i]);
+        }
+        const char *params[5] = {ns, topic, store_array_finish(&pa), store_array_finish(&fa), store_array_finish(&ta)};
+        rc = store_query(s, skip_sql, 5, params, &r, err, errsz);
+        store_array_free(&pa);
+        store_array_free(&fa);
+        store_array_free(&ta);
+        if (rc)
+                return rc;
+        for (int row = 0; row < PQntuples(r); row++) {
+                int32_t p = (int32_t)atoi(PQgetvalue(r, row, 0));
+                for (size_t i = 0; i < n; i++)
+                        if (parts[i] == p)
+                                moved[i] = 1;
+        }
+        PQclear(r);
+        return STORE_OK;
+}

@@ -41,4 +41,12 @@ enum store_rc store_offsets_set(struct store *s, const char *ns, const char *top
 enum store_rc store_offsets_get(struct store *s, const char *ns, const char *topic, size_t n,
                                 const int32_t *parts, int64_t *out, char *err, size_t errsz) __attribute__((warn_unused_result));
 
+/** Move partitions over offsets that hold no message (a transaction's
+ *  markers, an aborted transaction's records), in a statement of its own:
+ *  parts[i] from exactly from[i] (-1: only where it has no row yet) to
+ *  to[i]. moved[i] is 1 where it moved; a row anywhere else stays. */
+enum store_rc store_offsets_skip(struct store *s, const char *ns, const char *topic, size_t n, const int32_t *parts,
+                                 const int64_t *from, const int64_t *to, int *moved, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
+
 #endif

@@ -68,88 +68,126 @@ static void pace(rd_kafka_t *rk, double rate, int64_t t0, long n)
         rd_kafka_poll(rk, 0);
 }
 
+/* What produce and txn share: the topic, partition, headers and -X properties. */
+struct produce_opts {
+        const char *topic;
+        char *hdrs[32], *props[32];
+        int nh, np, partition;
+};
+
+/* One of produce's and txn's options, or 0 when opt is not one. */
+static int produce_opt(struct produce_opts *o, int opt, char *arg)
+{
+        if (opt == 't')
+                o->topic = arg;
+        else if (opt == 'H' && o->nh < 32)
+                o->hdrs[o->nh++] = arg;
+        else if (opt == 'X' && o->np < 32)
+                o->props[o->np++] = arg;
+        else if (opt == 'p')
+                o->partition = atoi(arg);
+        else
+                return 0;
+        return 1;
+}
+
+/* An idempotent producer with the -X properties (and transactional.id when txn_id is set). */
+static rd_kafka_t *producer_new(const struct produce_opts *o, const char *txn_id)
+{
+        char err[512];
+        rd_kafka_conf_t *conf = base_conf();
+        for (int i = 0; i < o->np; i++) {
+                char *eq = strchr(o->props[i], '=');
+                if (!eq)
+                        die("-X '%s' is not name=value", o->props[i]);
+                *eq = '\0';
+                if (rd_kafka_conf_set(conf, o->props[i], eq + 1, err, sizeof(err)))
+                        die("%s", err);
+        }
+        rd_kafka_conf_set(conf, "enable.idempotence", "true", err, sizeof(err));
+        rd_kafka_conf_set(conf, "linger.ms", "5", err, sizeof(err));
+        if (txn_id && rd_kafka_conf_set(conf, "transactional.id", txn_id, err, sizeof(err)))
+                die("%s", err);
+        rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+        if (!rk)
+                die("%s", err);
+        return rk;
+}
+
+/* Produce one line: "KEY<TAB>VALUE" or "VALUE"; "\N" as VALUE is a null value. */
+static void produce_line(rd_kafka_t *rk, const struct produce_opts *o, char *line)
+{
+        char *key = NULL, *val = line, *tab = strchr(line, '\t');
+        if (tab) {
+                *tab = '\0';
+                key = line;
+                val = tab + 1;
+        }
+        int null_value = !strcmp(val, "\\N");
+        rd_kafka_headers_t *h = rd_kafka_headers_new(o->nh + 1);
+        for (int i = 0; i < o->nh; i++) {
+                char *eq = strchr(o->hdrs[i], '=');
+                if (!eq)
+                        die("header '%s' is not name=value", o->hdrs[i]);
+                rd_kafka_header_add(h, o->hdrs[i], eq - o->hdrs[i], eq + 1, -1);
+        }
+        rd_kafka_resp_err_t e;
+        do {
+                e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(o->topic), RD_KAFKA_V_PARTITION(o->partition),
+                                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                      RD_KAFKA_V_KEY(key, key ? strlen(key) : 0),
+                                      RD_KAFKA_V_VALUE(null_value ? NULL : val, null_value ? 0 : strlen(val)),
+                                      RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
+                if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                        rd_kafka_poll(rk, 50);
+        } while (e == RD_KAFKA_RESP_ERR__QUEUE_FULL);
+        if (e)
+                die("produce: %s", rd_kafka_err2str(e));
+        rd_kafka_poll(rk, 0);
+}
+
+/* The next stdin line without its newline, or NULL at the end. */
+static char *next_line(char **line, size_t *cap)
+{
+        ssize_t len = getline(line, cap, stdin);
+        if (len <= 0)
+                return NULL;
+        if ((*line)[len - 1] == '\n')
+                (*line)[len - 1] = '\0';
+        return *line;
+}
+
 /* produce -t TOPIC [-H name=value]... : one message per stdin line, "KEY<TAB>VALUE"
  * or just "VALUE" (no key). "\N" as VALUE means a null value (tombstone).
  * -r RATE paces the messages; -s FILE writes each one's send time (epoch µs). */
 static int cmd_produce(int argc, char **argv)
 {
-        const char *topic = NULL;
-        char *hdrs[32], *props[32];
-        int nh = 0, np = 0, opt, partition = RD_KAFKA_PARTITION_UA;
+        struct produce_opts o = {.partition = RD_KAFKA_PARTITION_UA};
+        int opt;
         double rate = 0;
         FILE *sent = NULL;
-        char err[512];
         while ((opt = getopt(argc, argv, "t:H:p:X:r:s:")) != -1) {
                 if (opt == 'r')
                         rate = atof(optarg);
                 else if (opt == 's' && !(sent = fopen(optarg, "w")))
                         die("cannot write %s", optarg);
-                else if (opt == 't')
-                        topic = optarg;
-                else if (opt == 'H' && nh < 32)
-                        hdrs[nh++] = optarg;
-                else if (opt == 'X' && np < 32)
-                        props[np++] = optarg;
-                else if (opt == 'p')
-                        partition = atoi(optarg);
+                else
+                        produce_opt(&o, opt, optarg);
         }
-        if (!topic)
+        if (!o.topic)
                 die("%s", "produce: -t TOPIC required");
-        rd_kafka_conf_t *conf = base_conf();
-        for (int i = 0; i < np; i++) {
-                char *eq = strchr(props[i], '=');
-                if (!eq)
-                        die("-X '%s' is not name=value", props[i]);
-                *eq = '\0';
-                if (rd_kafka_conf_set(conf, props[i], eq + 1, err, sizeof(err)))
-                        die("%s", err);
-        }
-        rd_kafka_conf_set(conf, "enable.idempotence", "true", err, sizeof(err));
-        rd_kafka_conf_set(conf, "linger.ms", "5", err, sizeof(err));
-        rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
-        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
-        if (!rk)
-                die("%s", err);
-        char *line = NULL;
+        rd_kafka_t *rk = producer_new(&o, NULL);
+        char *line = NULL, *l;
         size_t cap = 0;
-        ssize_t len;
         long n = 0;
         int64_t t0 = now_us(CLOCK_MONOTONIC);
-        while ((len = getline(&line, &cap, stdin)) > 0) {
+        while ((l = next_line(&line, &cap))) {
                 if (rate > 0)
                         pace(rk, rate, t0, n);
                 if (sent)
                         fprintf(sent, "%" PRId64 "\n", now_us(CLOCK_REALTIME));
-                if (line[len - 1] == '\n')
-                        line[--len] = '\0';
-                char *key = NULL, *val = line, *tab = strchr(line, '\t');
-                if (tab) {
-                        *tab = '\0';
-                        key = line;
-                        val = tab + 1;
-                }
-                int null_value = !strcmp(val, "\\N");
-                rd_kafka_headers_t *h = rd_kafka_headers_new(nh + 1);
-                for (int i = 0; i < nh; i++) {
-                        char *eq = strchr(hdrs[i], '=');
-                        if (!eq)
-                                die("header '%s' is not name=value", hdrs[i]);
-                        rd_kafka_header_add(h, hdrs[i], eq - hdrs[i], eq + 1, -1);
-                }
-                rd_kafka_resp_err_t e;
-                do {
-                        e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
-                                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                              RD_KAFKA_V_KEY(key, key ? strlen(key) : 0),
-                                              RD_KAFKA_V_VALUE(null_value ? NULL : val,
-                                                               null_value ? 0 : strlen(val)),
-                                              RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
-                        if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL)
-                                rd_kafka_poll(rk, 50);
-                } while (e == RD_KAFKA_RESP_ERR__QUEUE_FULL);
-                if (e)
-                        die("produce: %s", rd_kafka_err2str(e));
-                rd_kafka_poll(rk, 0);
+                produce_line(rk, &o, l);
                 n++;
         }
         free(line);
@@ -159,6 +197,78 @@ static int cmd_produce(int argc, char **argv)
         rd_kafka_destroy(rk);
         if (failed || delivered != n) {
                 fprintf(stderr, "kafkatool: %d of %ld messages not delivered\n", (int)(n - delivered), n);
+                return 1;
+        }
+        return 0;
+}
+
+static void txn_check(rd_kafka_error_t *e, const char *what)
+{
+        if (!e)
+                return;
+        fprintf(stderr, "kafkatool: txn: %s: %s\n", what, rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+        exit(1);
+}
+
+/* End the open transaction: commit, or abort. Debian's librdkafka 2.0.2
+ * fails abort_transaction against Kafka 3.9 (INVALID_TXN_STATE) unless
+ * what was produced is flushed first. */
+static void txn_end(rd_kafka_t *rk, int commit)
+{
+        if (commit) {
+                txn_check(rd_kafka_commit_transaction(rk, 60000), "commit_transaction");
+                return;
+        }
+        rd_kafka_flush(rk, 60000);
+        txn_check(rd_kafka_abort_transaction(rk, 60000), "abort_transaction");
+}
+
+/* txn -t TOPIC -i TRANSACTIONAL_ID [-H name=value]... [-X prop=value]...:
+ * stdin lines as for produce, in transactions: a line "#commit" or "#abort"
+ * ends the open one that way; what follows the last marker is committed.
+ * Prints "committed N aborted M" (messages). */
+static int cmd_txn(int argc, char **argv)
+{
+        struct produce_opts o = {.partition = RD_KAFKA_PARTITION_UA};
+        const char *txn_id = NULL;
+        int opt;
+        while ((opt = getopt(argc, argv, "t:H:p:X:i:")) != -1)
+                if (opt == 'i')
+                        txn_id = optarg;
+                else
+                        produce_opt(&o, opt, optarg);
+        if (!o.topic || !txn_id)
+                die("%s", "txn: -t TOPIC and -i TRANSACTIONAL_ID required");
+        rd_kafka_t *rk = producer_new(&o, txn_id);
+        txn_check(rd_kafka_init_transactions(rk, 60000), "init_transactions");
+        char *line = NULL, *l;
+        size_t cap = 0;
+        long open = 0, committed = 0, aborted = 0;
+        while ((l = next_line(&line, &cap))) {
+                int commit = !strcmp(l, "#commit");
+                if (commit || !strcmp(l, "#abort")) {
+                        if (open)
+                                txn_end(rk, commit);
+                        *(commit ? &committed : &aborted) += open;
+                        open = 0;
+                        continue;
+                }
+                if (!open++)
+                        txn_check(rd_kafka_begin_transaction(rk), "begin_transaction");
+                produce_line(rk, &o, l);
+        }
+        if (open)
+                txn_end(rk, 1);
+        committed += open;
+        free(line);
+        rd_kafka_flush(rk, 10000); /* the last delivery reports */
+        rd_kafka_destroy(rk);
+        printf("committed %ld aborted %ld\n", committed, aborted);
+        /* Aborted messages are "delivered" too: the broker had them. */
+        if (failed || delivered != committed + aborted) {
+                fprintf(stderr, "kafkatool: %ld of %ld messages not delivered\n", committed + aborted - delivered,
+                        committed + aborted);
                 return 1;
         }
         return 0;
@@ -528,13 +638,15 @@ int main(int argc, char **argv)
 {
         if (argc < 2) {
                 fprintf(stderr,
-                        "usage: kafkatool [-b BROKERS] create|delete|config|produce|offsets|dump|replay ...\n"
+                        "usage: kafkatool [-b BROKERS] create|delete|config|produce|txn|offsets|dump|replay ...\n"
                         "  create  -t TOPIC -p PARTITIONS [-c topic.config=value]...\n"
                         "  delete  -t TOPIC\n"
                         "  config  -t TOPIC NAME                (one topic config value)\n"
                         "  produce -t TOPIC [-p PARTITION] [-H name=value]... [-X librdkafka.prop=value]...\n"
                         "          [-r MSGS_PER_SEC] [-s SEND_TIMES_FILE]\n"
                         "          < lines (KEY<TAB>VALUE or VALUE)\n"
+                        "  txn     -t TOPIC -i TRANSACTIONAL_ID [-p PARTITION] [-H name=value]... [-X prop=value]...\n"
+                        "          < lines as for produce; \"#commit\" or \"#abort\" ends a transaction\n"
                         "  offsets -t TOPIC [-g GROUP]\n"
                         "  dump    -t TOPIC [-l]                (-l: key and value lengths, not contents)\n"
                         "  replay  -t TOPIC\n");
@@ -551,6 +663,8 @@ int main(int argc, char **argv)
         optind = 1;
         if (!strcmp(cmd, "produce"))
                 return cmd_produce(argc, argv);
+        if (!strcmp(cmd, "txn"))
+                return cmd_txn(argc, argv);
         if (!strcmp(cmd, "create"))
                 return cmd_create(argc, argv);
         if (!strcmp(cmd, "delete"))

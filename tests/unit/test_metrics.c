@@ -92,6 +92,22 @@ static void test_stats_lag(void **state)
         metrics_free();
 }
 
+/* Whether a broker is back: librdkafka's internal broker never counts. */
+static void test_stats_brokers_up(void **state)
+{
+        (void)state;
+        static const char down[] =
+                "{\"brokers\":{\"h:9092/bootstrap\":{\"source\":\"configured\",\"state\":\"DOWN\"},"
+                "\"GroupCoordinator\":{\"source\":\"logical\",\"state\":\"CONNECT\"},"
+                "\":0/internal\":{\"source\":\"internal\",\"state\":\"UP\"}}}";
+        static const char up[] = "{\"brokers\":{\"h:9092/1\":{\"source\":\"learned\",\"state\":\"UP\"},"
+                                 "\"h:9092/bootstrap\":{\"source\":\"configured\",\"state\":\"INIT\"}}}";
+        assert_int_equal(kafka_stats_brokers_up(down, strlen(down)), 0);
+        assert_int_equal(kafka_stats_brokers_up(up, strlen(up)), 1);
+        assert_int_equal(kafka_stats_brokers_up("{}", 2), 0);
+        assert_int_equal(kafka_stats_brokers_up("not json", 8), -1);
+}
+
 static void test_dedupd_families_exist(void **state)
 {
         (void)state;
@@ -119,6 +135,7 @@ int main(void)
                 cmocka_unit_test(test_histogram_cumulative),
                 cmocka_unit_test(test_gauge_set_forget_help),
                 cmocka_unit_test(test_stats_lag),
+                cmocka_unit_test(test_stats_brokers_up),
                 cmocka_unit_test(test_dedupd_families_exist),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

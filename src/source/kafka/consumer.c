@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "source/kafka/client.h"
+#include "source/kafka/positions.h"
 #include "source/kafka/stats.h"
 
 struct kafka_source {
@@ -25,6 +26,9 @@ struct kafka_source {
         int64_t deadline_ms;   /* startup: joined by then, or fail; 0: no deadline */
         int startup_timeout_ms;
         char last_error[512];  /* librdkafka's last error, for the startup failure */
+        struct kafka_positions *positions; /* handed over, acknowledged, skipped */
+        int brokers_down;      /* ALL_BROKERS_DOWN, and no sign of one since */
+        char brokers_why[512]; /* what librdkafka said then */
 };
 
 static struct kafka_source *of(struct source *src) { return (struct kafka_source *)src; }
@@ -106,6 +110,8 @@ static struct pl_msg *poll_one(struct source *src, int timeout_ms)
                 rd_kafka_message_destroy(rkm);
                 return NULL;
         }
+        kafka_positions_delivered(k->positions, (size_t)t, rkm->partition, rkm->offset);
+        k->brokers_down = 0; /* a fetch was answered */
         return msg_wrap(rkm, (size_t)t);
 }
 
@@ -123,9 +129,13 @@ static void ack(struct source *src, const struct pl_commit *commits, size_t n)
 {
         struct kafka_source *k = of(src);
         rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+                int t = topic_index(k->cfg, commits[i].topic);
                 rd_kafka_topic_partition_list_add(l, commits[i].topic, commits[i].partition)->offset =
                         commits[i].next_offset;
+                if (t >= 0)
+                        kafka_positions_acked(k->positions, (size_t)t, commits[i].partition, commits[i].next_offset);
+        }
         /* A partition revoked meanwhile is refused here; its next owner starts
          * from the database anyway. */
         rd_kafka_offsets_store(k->rk, l);
@@ -142,6 +152,12 @@ static void pause_parts(struct source *src, const struct pl_part *parts, size_t 
         else
                 rd_kafka_resume_partitions(k->rk, l);
         rd_kafka_topic_partition_list_destroy(l);
+}
+
+static size_t skipped(struct source *src, struct pl_skip *out, size_t max)
+{
+        struct kafka_source *k = of(src);
+        return kafka_positions_skipped(k->positions, k->rk, k->cfg, out, max);
 }
 
 /* ---- rebalances ----------------------------------------------------------------- */
@@ -192,6 +208,7 @@ static void assign(struct kafka_source *k, rd_kafka_topic_partition_list_t *l)
         for (size_t i = 0; i < n; i++)
                 l->elems[elem[i]].offset = start[i] >= 0 ? start[i] : RD_KAFKA_OFFSET_INVALID;
         rd_kafka_assign(k->rk, l);
+        kafka_positions_assigned(k->positions, k->cfg, l);
         k->ev.settled(k->ev.opaque);
         commit_known_positions(k, l);
 }
@@ -206,6 +223,7 @@ static void revoke(struct kafka_source *k, const rd_kafka_topic_partition_list_t
         } else {
                 k->ev.revoked(k->ev.opaque, NULL, 0);
         }
+        kafka_positions_revoked(k->positions, k->cfg, NULL);
         rd_kafka_assign(k->rk, NULL);
 }
 
@@ -217,6 +235,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
         switch (err) {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
                 k->joined = 1;
+                k->brokers_down = 0;
                 assign(k, parts);
                 break;
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
@@ -239,6 +258,10 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
                 k->fatal = 1;
                 return;
         }
+        if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
+                k->brokers_down = 1;
+                snprintf(k->brokers_why, sizeof(k->brokers_why), "%s", reason);
+        }
         /* "1/1 brokers are down" says less than the refusal before it. */
         if (err != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || !k->last_error[0])
                 snprintf(k->last_error, sizeof(k->last_error), "%s", reason);
@@ -249,6 +272,26 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
         else
                 log_limited(&k->rl, 3, 10000, LOG_WARN, "kafka", "%s: %s",
                             rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+}
+
+/* librdkafka says when every broker is down, never when one is back: its
+ * statistics (every statistics.interval.ms, on whenever http.listen is
+ * set) name each broker's state. A message or an assignment says so too. */
+static int stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque)
+{
+        struct kafka_source *k = opaque;
+        if (k->brokers_down && kafka_stats_brokers_up(json, len) > 0)
+                k->brokers_down = 0;
+        return kafka_stats_cb(rk, json, len, opaque);
+}
+
+static int connected(struct source *src, char *why, size_t whysz)
+{
+        struct kafka_source *k = of(src);
+        if (k->brokers_down)
+                snprintf(why, whysz, "Kafka: no broker reachable (bootstrap.servers %s): %s", kafka_bootstrap(k->cfg),
+                         k->brokers_why);
+        return !k->brokers_down;
 }
 
 /* ---- life ------------------------------------------------------------------------ */
@@ -305,6 +348,7 @@ static void destroy(struct source *src)
         if (k->rk)
                 rd_kafka_destroy_flags(k->rk, k->joined ? 0 : RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
         log_ratelimit_flush(&k->rl);
+        kafka_positions_free(k->positions);
         free(k);
 }
 
@@ -316,6 +360,8 @@ static const struct source_ops kafka_ops = {
         .failure = failure,
         .close = close_source,
         .destroy = destroy,
+        .skipped = skipped,
+        .connected = connected,
 };
 
 /* dedupd's own settings over the kafka: map: offsets are stored only after
@@ -358,12 +404,13 @@ struct source *kafka_source_new(const struct config *cfg, struct source_events e
         k->base.ops = &kafka_ops;
         k->cfg = cfg;
         k->ev = ev;
+        k->positions = kafka_positions_new();
         if (!(conf = consumer_conf(cfg, err, errsz)))
                 goto error;
         rd_kafka_conf_set_opaque(conf, k);
         rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
         rd_kafka_conf_set_error_cb(conf, error_cb);
-        rd_kafka_conf_set_stats_cb(conf, kafka_stats_cb); /* consumer lag, for the metrics */
+        rd_kafka_conf_set_stats_cb(conf, stats_cb); /* consumer lag, for the metrics; brokers up */
         if (!(k->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, errsz))) {
                 rd_kafka_conf_destroy(conf);
                 goto error;

@@ -1,7 +1,8 @@
-/* stats: librdkafka's statistics (statistics.interval.ms) into the metrics — consumer lag per partition. */
+/* stats: librdkafka's statistics (statistics.interval.ms) — consumer lag per partition into the metrics, and whether a broker is up. */
 #include "source/kafka/stats.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include <jansson.h>
 
@@ -33,6 +34,23 @@ int kafka_stats_apply(const char *json, size_t len)
         json_object_foreach(json_object_get(root, "topics"), topic, t) apply_topic(topic, t);
         json_decref(root);
         return 0;
+}
+
+int kafka_stats_brokers_up(const char *json, size_t len)
+{
+        json_t *root = json_loadb(json, len, 0, NULL), *b;
+        const char *name;
+        int up = 0;
+        if (!root)
+                return -1;
+        json_object_foreach(json_object_get(root, "brokers"), name, b)
+        {
+                const char *state = json_string_value(json_object_get(b, "state"));
+                const char *source = json_string_value(json_object_get(b, "source"));
+                up += state && !strcmp(state, "UP") && !(source && !strcmp(source, "internal"));
+        }
+        json_decref(root);
+        return up;
 }
 
 int kafka_stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque)

@@ -325,6 +325,17 @@ static void destroy(struct source *src)
         free(n);
 }
 
+static int connected(struct source *src, char *why, size_t whysz)
+{
+        struct nats_source *n = of(src);
+        natsConnStatus st = n->link->nc ? natsConnection_Status(n->link->nc) : NATS_CONN_STATUS_CLOSED;
+        if (st == NATS_CONN_STATUS_CONNECTED)
+                return 1;
+        snprintf(why, whysz, "NATS: not connected to %s (%s)", n->link->server,
+                 st == NATS_CONN_STATUS_RECONNECTING ? "reconnecting" : "disconnected");
+        return 0;
+}
+
 static const struct source_ops nats_ops = {
         .poll = poll_one,
         .release = msg_release,
@@ -334,6 +345,7 @@ static const struct source_ops nats_ops = {
         .failure = failure,
         .close = close_source,
         .destroy = destroy,
+        .connected = connected,
 };
 
 void nats_source_set_startup_deadline(struct source *src, int64_t deadline_ms, int timeout_ms)

@@ -445,6 +445,17 @@ static void destroy(struct source *src)
         free(s);
 }
 
+static int connected(struct source *src, char *why, size_t whysz)
+{
+        struct rmq_source *s = of(src);
+        char target[300];
+        if (s->conn)
+                return 1;
+        snprintf(why, whysz, "RabbitMQ: not connected to %s (reconnecting)%s%s", rmq_target(s->cfg, target, sizeof(target)),
+                 s->last_error[0] ? ": " : "", s->last_error);
+        return 0;
+}
+
 static const struct source_ops rmq_ops = {
         .poll = poll_one,
         .release = msg_release,
@@ -453,6 +464,7 @@ static const struct source_ops rmq_ops = {
         .failure = failure,
         .close = close_source,
         .destroy = destroy,
+        .connected = connected,
 };
 
 struct source *rmq_source_new(const struct config *cfg, struct source_events ev)
