@@ -37,6 +37,7 @@ struct batch_item {
         struct first_outcome stored; /* ITEM_KNOWN, on the key's first item */
         struct dedupd_ctx ctx;       /* ITEM_FRESH: the handler's context */
         const char *row;             /* ITEM_FRESH: where the claim put the key's row (the store's handle) */
+        const char *reply_refused;   /* its reply was refused: "invalid" or "not_allowed" (counted on commit) */
 };
 
 struct batch {

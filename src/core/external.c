@@ -104,6 +104,7 @@ static enum pl_rc ext_finish(struct pl_topic *pt, struct pl_msg *m, const char *
                 return PL_OK;
         }
         *out = r == DEDUPD_OK ? ITEM_APPLIED : ITEM_REJECTED;
+        host_count_refusals(ctx); /* the outcome is recorded: its refused calls count, a retried attempt's did not */
         if (r == DEDUPD_REJECT)
                 log_info(mctx, "key %s rejected: %s", m->idem_key, resp);
         else if (attempt > 1)

@@ -36,7 +36,7 @@ static int host_set_response(struct dedupd_ctx *ctx, const char *data, size_t le
                 log_warn(ctx->log_prefix, "set_response for key %s: the response is not UTF-8 text: refused, "
                                           "the response stays as it was (a response is stored as text)",
                          ctx->idem_key);
-                metrics_handler_refusal("set_response");
+                ctx->refused_responses++;
                 return -1;
         }
         copy = xmalloc(len + 1);
@@ -106,7 +106,7 @@ static int emit_refused(struct dedupd_ctx *ctx, const struct record *rec)
         if (!no)
                 return 0;
         log_warn(ctx->log_prefix, "emit for key %s refused: %s", ctx->idem_key, no);
-        metrics_handler_refusal("emit");
+        ctx->refused_emits++;
         return 1;
 }
 
@@ -146,6 +146,12 @@ const struct dedupd_host host_api = {
         .init_log = host_init_log,
         .emit = host_emit,
 };
+
+void host_count_refusals(const struct dedupd_ctx *ctx)
+{
+        metrics_handler_refusals("set_response", (uint64_t)ctx->refused_responses);
+        metrics_handler_refusals("emit", (uint64_t)ctx->refused_emits);
+}
 
 void host_ctx_reset(struct dedupd_ctx *ctx)
 {

@@ -20,6 +20,7 @@ struct dedupd_ctx {
         const char *ns;         /* namespace; NULL where emit is not available (external mode) */
         const struct sink *sink; /* where emits are published: what it cannot take is refused at emit */
         int emitted;            /* messages written to the outbox: the next emit's number (base/msgid.h) */
+        int refused_responses, refused_emits; /* calls refused: counted once the outcome commits */
 };
 
 struct dedupd_init_ctx {
@@ -29,6 +30,10 @@ struct dedupd_init_ctx {
 };
 
 extern const struct dedupd_host host_api;
+
+/** Count ctx's refused calls: its message's outcome has committed (an attempt
+ *  that rolled back counts nothing; the metrics are the database's truth). */
+void host_count_refusals(const struct dedupd_ctx *ctx);
 
 /** Forget the previous message's response. */
 void host_ctx_reset(struct dedupd_ctx *ctx);

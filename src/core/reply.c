@@ -8,7 +8,6 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/utf8.h"
-#include "ops/metrics.h"
 #include "pg/outbox.h"
 
 /* Longer than any broker's longest name: a longer one is refused unread. */
@@ -77,8 +76,8 @@ static const char *refusal(const struct pl_topic *pt, const struct record *rec, 
         return NULL;
 }
 
-static void refused(const struct pl_topic *pt, const struct pl_msg *m, const char *dest, const char *kind,
-                    const char *why)
+/* Logged on each attempt; counted by the caller once the batch commits. */
+static void refused(const struct pl_msg *m, const char *dest, const char *why)
 {
         char mctx[256];
         snprintf(mctx, sizeof(mctx), "topic:%s/%d", m->topic, (int)m->partition);
@@ -89,7 +88,6 @@ static void refused(const struct pl_topic *pt, const struct pl_msg *m, const cha
         else
                 log_limited(&refused_rl, 1, 1000, LOG_WARN, mctx, "offset %lld: key %s: no reply: %s (the message is applied)",
                             (long long)m->offset, m->idem_key, why);
-        metrics_reply_refused(pt->t->name, kind);
 }
 
 /* Which of the key's outputs m's reply is: the reply, where m applied the
@@ -104,7 +102,7 @@ static struct msgid_place reply_place(const struct pl_msg *m, int duplicate)
 }
 
 enum store_rc reply_write(struct pl_topic *pt, const struct pl_msg *m, const char *status, const char *response,
-                          int duplicate, int *written, char *err, size_t errsz)
+                          int duplicate, int *written, const char **refused_kind, char *err, size_t errsz)
 {
         const struct dedupd_header *to = reply_header(m, pt->t->reply_header);
         const struct dedupd_header *corr = reply_header(m, pt->t->correlation_header);
@@ -114,9 +112,11 @@ enum store_rc reply_write(struct pl_topic *pt, const struct pl_msg *m, const cha
         size_t nh = 0;
 
         *written = 0;
+        *refused_kind = NULL;
         if (to->value_len > REPLY_DEST_MAX || !utf8_text_ok(to->value, to->value_len)) {
-                refused(pt, m, NULL, "invalid", to->value_len > REPLY_DEST_MAX ? "its reply-to is longer than any broker's names"
-                                                                               : "its reply-to is not UTF-8 text");
+                *refused_kind = "invalid";
+                refused(m, NULL, to->value_len > REPLY_DEST_MAX ? "its reply-to is longer than any broker's names"
+                                                                : "its reply-to is not UTF-8 text");
                 return STORE_OK;
         }
         char *dest = xstrndup(to->value, to->value_len);
@@ -128,9 +128,10 @@ enum store_rc reply_write(struct pl_topic *pt, const struct pl_msg *m, const cha
                                      {dest, corr ? corr->value : NULL, corr ? corr->value_len : 0, response,
                                       response ? strlen(response) : 0, hdrs, nh, NULL, 0, NULL}};
         enum store_rc rc = STORE_OK;
-        if ((no = refusal(pt, &o.rec, &kind, why, sizeof(why))))
-                refused(pt, m, dest, kind, no);
-        else if (!(rc = store_outbox_insert(pt->store, pt->cfg->namespace, &o, err, errsz)))
+        if ((no = refusal(pt, &o.rec, &kind, why, sizeof(why)))) {
+                *refused_kind = kind;
+                refused(m, dest, no);
+        } else if (!(rc = store_outbox_insert(pt->store, pt->cfg->namespace, &o, err, errsz)))
                 *written = 1;
         free(dest);
         return rc;

@@ -15,11 +15,13 @@ int reply_wanted(const struct topic_conf *t, const struct pl_msg *m);
  * Write the reply to m — status, response (may be NULL), whether m was a
  * duplicate — to the outbox, in the batch's transaction. A destination
  * that is not UTF-8, not a name the broker takes, one of dedupd's own
- * topics or outside reply.allow gets no reply: logged, counted, and
- * *written 0 (the message is applied all the same). A failed statement is
- * the returned store_rc.
+ * topics or outside reply.allow gets no reply: logged, *written 0 and
+ * *refused_kind "invalid" or "not_allowed" (else NULL), for the caller to
+ * count once the batch commits (the message is applied all the same). A
+ * failed statement is the returned store_rc.
  */
 enum store_rc reply_write(struct pl_topic *pt, const struct pl_msg *m, const char *status, const char *response,
-                          int duplicate, int *written, char *err, size_t errsz) __attribute__((warn_unused_result));
+                          int duplicate, int *written, const char **refused_kind, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
 
 #endif

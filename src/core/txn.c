@@ -13,6 +13,7 @@
 #include "core/reply.h"
 #include "core/steps.h"
 #include "core/watchdog.h"
+#include "ops/metrics.h"
 #include "pg/keys.h"
 #include "pg/offsets.h"
 #include "pg/outbox.h"
@@ -200,7 +201,7 @@ static enum pl_rc send_replies(struct txn *x)
         const struct topic_conf *t = x->pt->t;
         enum store_rc rc;
         for (size_t i = 0; i < x->b.n; i++) {
-                const struct batch_item *it = &x->b.items[i];
+                struct batch_item *it = &x->b.items[i];
                 int duplicate = it->state == ITEM_REPEAT || it->state == ITEM_KNOWN, written;
                 const char *status = NULL, *response = NULL;
                 if ((!duplicate && it->state != ITEM_APPLIED && it->state != ITEM_REJECTED) || !reply_wanted(t, it->msg))
@@ -209,7 +210,8 @@ static enum pl_rc send_replies(struct txn *x)
                         batch_first_outcome(&x->b, it, &status, &response);
                 else
                         status = batch_status(it), response = batch_response(it);
-                if ((rc = reply_write(x->pt, it->msg, status, response, duplicate, &written, x->err, x->errsz)))
+                if ((rc = reply_write(x->pt, it->msg, status, response, duplicate, &written, &it->reply_refused, x->err,
+                                      x->errsz)))
                         return failed(x, rc);
                 *x->pt->outbox_pending += (size_t)written;
         }
@@ -240,11 +242,24 @@ static enum pl_rc commit(struct txn *x)
         return PL_OK;
 }
 
+/* What the batch refused (replies, the handler's host calls), counted only
+ * now it has committed: a batch rolled back and retried, or split, refuses
+ * the same values again, and the metrics are the database's truth. */
+static void count_refusals(const struct txn *x)
+{
+        for (size_t i = 0; i < x->b.n; i++)
+                if (x->b.items[i].reply_refused)
+                        metrics_reply_refused(x->pt->t->name, x->b.items[i].reply_refused);
+        for (size_t j = 0; j < x->b.nfresh; j++)
+                host_count_refusals(&x->b.items[x->b.fresh[j]].ctx);
+}
+
 /* 11. Committed: where each partition may be acknowledged, and the report. */
 static size_t committed(struct txn *x, struct pl_commit *commits)
 {
         struct pl_topic *pt = x->pt;
         size_t nc = step_committed(pt, x->b.prog, x->b.nprog, commits);
+        count_refusals(x);
         pt->stats->batches++;
         pt->stats->consumed += x->b.n;
         for (size_t j = 0; j < x->b.nfresh; j++) {

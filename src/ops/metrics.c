@@ -104,12 +104,13 @@ static const struct metric_def defs[FAMILIES] = {
                                "a handler that broke the transaction) and were split to find the one",
                        .labels = {"topic"}},
         [REPLIES_REFUSED] = {.name = "dedupd_replies_refused_total", .type = METRIC_COUNTER,
-                       .help = "Replies not sent, the message applied without one: invalid (a reply-to the broker cannot "
+                       .help = "Replies not sent, in committed batches, the message applied without one: invalid (a reply-to the broker cannot "
                                "take: not UTF-8, not a legal name, too long) or not_allowed (outside reply.allow)",
                        .labels = {"topic", "reason"}},
         [HANDLER_REFUSALS] = {.name = "dedupd_handler_calls_refused_total", .type = METRIC_COUNTER,
                        .help = "Host calls refused for a value dedupd cannot store or publish (a response that is not "
-                               "UTF-8, an emit to an illegal destination): the call returned -1",
+                               "UTF-8, an emit to an illegal destination), in messages whose outcome committed: the "
+                               "call returned -1",
                        .labels = {"call"}},
 };
 
@@ -243,4 +244,7 @@ void metrics_reply_refused(const char *topic, const char *reason)
         inc(REPLIES_REFUSED, (const char *const[]){topic, reason}, 1);
 }
 
-void metrics_handler_refusal(const char *call) { inc(HANDLER_REFUSALS, (const char *const[]){call}, 1); }
+void metrics_handler_refusals(const char *call, uint64_t n)
+{
+        inc(HANDLER_REFUSALS, (const char *const[]){call}, (double)n);
+}

@@ -47,9 +47,9 @@ void metrics_pending(uint64_t keys, double oldest_age);
 void metrics_ready(int ready);
 /** A batch that failed without a message named was split (split.c). */
 void metrics_split(const char *topic);
-/** A reply not sent: reason "invalid" or "not_allowed". */
+/** A reply not sent, in a committed batch: reason "invalid" or "not_allowed". */
 void metrics_reply_refused(const char *topic, const char *reason);
-/** A host call (call: "set_response", "emit") refused a value. */
-void metrics_handler_refusal(const char *call);
+/** n host calls (call: "set_response", "emit") refused a value, in a message whose outcome committed. */
+void metrics_handler_refusals(const char *call, uint64_t n);
 
 #endif

@@ -4,7 +4,8 @@
 # neighbours apply once, the message is dead-lettered after retry.max_attempts with what the handler did, and
 # nothing is acknowledged without its effect. A SET ROLE or SET search_path of the handler's does not reach
 # dedupd's own statements or the next batch; a response that is not UTF-8 and an emit nowhere are refused at the
-# call. Once per message (handle) and once set-oriented (handle_batch, which names no culprit: the batch is split).
+# call, and counted once though the batches they ran in rolled back and ran again. Once per message (handle) and
+# once set-oriented (handle_batch, which names no culprit: the batch is split).
 . "$(dirname "$0")/lib.sh"
 
 # A role that may write the handler's table but nothing of dedupd's.
@@ -23,6 +24,7 @@ run_case() { # PER_MESSAGE
         cat >"$WORK/$per.yaml" <<YAML
 $(config_head | sed "s/^namespace: .*/namespace: it-$ID-$per/")
 kafka: {bootstrap.servers: "$KAFKA_BOOTSTRAP", group.id: "grp-$ID-$per"}
+http: {listen: "127.0.0.1:0"}
 topics:
   - name: $T
     key: {subject: "{json:order_id}", action: PAY}
@@ -42,15 +44,21 @@ topics:
     retry: {max_attempts: 2, backoff_ms: 20, backoff_max_ms: 100}
 YAML
         sql "TRUNCATE rogue_effects" 2>/dev/null || true
+        # br1 and be1 first: their refused calls run again in each batch the others roll back.
         { for i in $(seq 1 12); do printf '{"order_id":"m%d"}\n' "$i"; done
-          for o in c1 sr1 r1 sp1 cb1 br1 be1; do printf '{"order_id":"%s"}\n' "$o"; done
+          for o in br1 be1 c1 sr1 r1 sp1 cb1; do printf '{"order_id":"%s"}\n' "$o"; done
           for i in $(seq 13 30); do printf '{"order_id":"m%d"}\n' "$i"; done; } | "$KT" produce -t "$T"
         start "d-$per" "$WORK/$per.yaml"
         wait_done "$T" 60
         # The next batch runs on a session that forgot what the last one's handler set.
         for i in $(seq 31 40); do printf '{"order_id":"m%d"}\n' "$i"; done | "$KT" produce -t "$T"
         wait_done "$T" 60
+        local addr refusals
+        addr=$(metrics_addr "d-$per")
+        refusals=$(curl -s "http://$addr/metrics" | awk '$1 ~ /^dedupd_handler_calls_refused_total\{/ {print $1, $2}' | sort)
         stop "d-$per"
+        assert_eq "$refusals" 'dedupd_handler_calls_refused_total{call="emit"} 1
+dedupd_handler_calls_refused_total{call="set_response"} 1' "per_message=$per: refused calls counted (once each)"
 
         local ns="it-$ID-$per"
         "$KT" dump -t "$T.dlq" >"$WORK/$per.dlq"

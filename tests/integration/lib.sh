@@ -246,3 +246,14 @@ workload() {
         }' | shuf --random-source=<(yes) >"$file"
         seq 1 "$orders" | sed 's#^#o-#; s#$#/PAY#' >"$keys"
 }
+
+# metrics_addr LOGNAME: where dedupd LOGNAME serves /metrics (http.listen port 0), read from its log.
+metrics_addr() {
+        local a
+        for ((i = 0; i < 100; i++)); do
+                a=$(sed -n 's#.*serving /metrics, /healthz and /readyz on http://\([0-9.:]*\).*#\1#p' "$WORK/$1.log")
+                [[ -n $a ]] && { echo "$a"; return; }
+                sleep 0.1
+        done
+        fail "dedupd $1 did not say where it serves /metrics"
+}

@@ -9,14 +9,15 @@
 . "$(dirname "$0")/nats_lib.sh"
 . "$(dirname "$0")/rmq_lib.sh"
 
-# The orders of one broker's run, each: ORDER REPLY_TO CORRELATION (reply-to "-": none).
+# The orders of one broker's run, each: ORDER REPLY_TO CORRELATION (reply-to "-": none). The refused replies
+# share batches that trig1 rolls back (its reply fails after theirs were refused): counted once all the same.
 orders() { # PREFIX REPLIES OWN
         local p=$1 r=$2 own=$3
         for i in $(seq 1 20); do echo "$p-g$i $r g$i"; done
         echo "$p-bad1 $(printf '\xff\xfe') x1"   # not UTF-8
+        echo "$p-trig1 $r x4"                     # its outbox row fails the test's CHECK
         echo "$p-own1 $own x2"                    # dedupd's own input
         echo "$p-out1 elsewhere-$ID x3"           # not in reply.allow
-        echo "$p-trig1 $r x4"                     # its outbox row fails the test's CHECK
         echo "$p-trig2 - -"                       # its key fails the test's trigger
         echo "$p-corr1 $r $(printf '\xc3\x28')"   # a correlation id that is not UTF-8
         for i in $(seq 21 40); do echo "$p-g$i $r g$i"; done
@@ -35,15 +36,6 @@ topic_yaml() { # NAME REPLIES
 YAML
 }
 
-metrics_addr() { # LOGNAME
-        local a
-        for ((i = 0; i < 100; i++)); do
-                a=$(sed -n 's#.*serving /metrics, /healthz and /readyz on http://\([0-9.:]*\).*#\1#p' "$WORK/$1.log")
-                [[ -n $a ]] && { echo "$a"; return; }
-                sleep 0.1
-        done
-        fail "dedupd did not say where it serves"
-}
 metric() { curl -s "http://$1/metrics" | awk -v s="$2" '$1 == s {print $2}'; }
 
 # What every broker must show. LETTERS: the dead letters as text; REPLIED: the good replies' correlation ids.
