@@ -144,6 +144,44 @@ static void pause_parts(struct source *src, const struct pl_part *parts, size_t 
         rd_kafka_topic_partition_list_destroy(l);
 }
 
+/* The runner re-positions partitions it owns (the database it reconnected to
+ * may be a promoted replica that lost the last commits): fetch from there,
+ * and tell Kafka too, so lag monitoring and tooling see the database's
+ * position. librdkafka drops what it fetched from the old position. */
+#define SEEK_TIMEOUT_MS 5000
+static void commit_known_positions(struct kafka_source *k, const rd_kafka_topic_partition_list_t *parts);
+
+static int seek_parts(struct source *src, const struct pl_part *parts, const int64_t *start, size_t n, char *err,
+                      size_t errsz)
+{
+        struct kafka_source *k = of(src);
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
+        int rc = 0;
+        /* SOURCE_START_BROKER: it stays where it was assigned (the group's
+         * committed offset) — the runner asks for it only for a partition
+         * that has delivered nothing since. */
+        for (size_t i = 0; i < n; i++)
+                if (start[i] >= 0)
+                        rd_kafka_topic_partition_list_add(l, k->cfg->topics[parts[i].topic_idx].name, parts[i].partition)
+                                ->offset = start[i];
+        rd_kafka_error_t *e = l->cnt ? rd_kafka_seek_partitions(k->rk, l, SEEK_TIMEOUT_MS) : NULL;
+        if (e) {
+                snprintf(err, errsz, "seek: %s", rd_kafka_error_string(e));
+                rd_kafka_error_destroy(e);
+                rc = -1;
+        }
+        for (int i = 0; !rc && i < l->cnt; i++)
+                if (l->elems[i].err) {
+                        snprintf(err, errsz, "seek %s/%d: %s", l->elems[i].topic, (int)l->elems[i].partition,
+                                 rd_kafka_err2str(l->elems[i].err));
+                        rc = -1;
+                }
+        if (!rc)
+                commit_known_positions(k, l);
+        rd_kafka_topic_partition_list_destroy(l);
+        return rc;
+}
+
 /* ---- rebalances ----------------------------------------------------------------- */
 
 /* A crash between COMMIT and the Kafka commit leaves Kafka behind the table;
@@ -313,6 +351,7 @@ static const struct source_ops kafka_ops = {
         .release = msg_release,
         .ack = ack,
         .pause = pause_parts,
+        .seek = seek_parts,
         .failure = failure,
         .close = close_source,
         .destroy = destroy,
