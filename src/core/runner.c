@@ -279,20 +279,19 @@ static void watch_update(struct runner *r)
 }
 
 /* A message of a partition that awaits its position is dropped (it is
- * fetched again from there); the first of a partition is remembered. */
+ * fetched again from there); the first a partition delivers is remembered. */
 static int part_takes(struct runner *r, struct pl_msg *m)
 {
         struct assigned *a = part_find(r, m->topic_idx, m->partition);
-        if (!a)
-                return 1;
-        if (a->first < 0) {
+        if (a && a->awaiting) {
+                r->src->ops->release(r->src, m);
+                return 0;
+        }
+        if (a && a->first < 0) {
                 a->first = m->offset;
                 watch_update(r);
         }
-        if (!a->awaiting)
-                return 1;
-        r->src->ops->release(r->src, m);
-        return 0;
+        return 1;
 }
 
 /* The database may have changed under dedupd (why): every owned partition

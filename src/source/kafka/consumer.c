@@ -144,41 +144,64 @@ static void pause_parts(struct source *src, const struct pl_part *parts, size_t 
         rd_kafka_topic_partition_list_destroy(l);
 }
 
+/* Where a partition is when the runner asks for the broker's own position
+ * (SOURCE_START_BROKER): the group's committed offset, or where
+ * auto.offset.reset sends a partition without one. -1 when the group
+ * coordinator did not answer. */
+#define SEEK_TIMEOUT_MS 5000
+static int broker_positions(struct kafka_source *k, rd_kafka_topic_partition_list_t *l, char *err, size_t errsz)
+{
+        rd_kafka_resp_err_t e = rd_kafka_committed(k->rk, l, SEEK_TIMEOUT_MS);
+        const char *reset = kafka_user_set(k->cfg, "auto.offset.reset") ? kafka_property(k->cfg, "auto.offset.reset")
+                                                                         : "earliest";
+        int latest = !strcmp(reset, "latest") || !strcmp(reset, "largest") || !strcmp(reset, "end");
+        if (e) {
+                snprintf(err, errsz, "reading the group's committed offsets: %s", rd_kafka_err2str(e));
+                return -1;
+        }
+        for (int i = 0; i < l->cnt; i++)
+                if (l->elems[i].offset < 0)
+                        l->elems[i].offset = latest ? RD_KAFKA_OFFSET_END : RD_KAFKA_OFFSET_BEGINNING;
+        return 0;
+}
+
+static void commit_known_positions(struct kafka_source *k, const rd_kafka_topic_partition_list_t *parts);
+
 /* The runner re-positions partitions it owns (the database it reconnected to
  * may be a promoted replica that lost the last commits): fetch from there,
  * and tell Kafka too, so lag monitoring and tooling see the database's
  * position. librdkafka drops what it fetched from the old position. */
-#define SEEK_TIMEOUT_MS 5000
-static void commit_known_positions(struct kafka_source *k, const rd_kafka_topic_partition_list_t *parts);
-
 static int seek_parts(struct source *src, const struct pl_part *parts, const int64_t *start, size_t n, char *err,
                       size_t errsz)
 {
         struct kafka_source *k = of(src);
-        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
+        rd_kafka_topic_partition_list_t *at = list_of(k->cfg, parts, n), *broker = list_of(k->cfg, parts, 0);
         int rc = 0;
-        /* SOURCE_START_BROKER: it stays where it was assigned (the group's
-         * committed offset) — the runner asks for it only for a partition
-         * that has delivered nothing since. */
-        for (size_t i = 0; i < n; i++)
-                if (start[i] >= 0)
-                        rd_kafka_topic_partition_list_add(l, k->cfg->topics[parts[i].topic_idx].name, parts[i].partition)
-                                ->offset = start[i];
-        rd_kafka_error_t *e = l->cnt ? rd_kafka_seek_partitions(k->rk, l, SEEK_TIMEOUT_MS) : NULL;
+        for (size_t i = 0; i < n; i++) {
+                at->elems[i].offset = start[i];
+                if (start[i] < 0)
+                        rd_kafka_topic_partition_list_add(broker, at->elems[i].topic, at->elems[i].partition);
+        }
+        if (broker->cnt && (rc = broker_positions(k, broker, err, errsz)) == 0)
+                for (int i = 0; i < broker->cnt; i++)
+                        rd_kafka_topic_partition_list_find(at, broker->elems[i].topic, broker->elems[i].partition)
+                                ->offset = broker->elems[i].offset;
+        rd_kafka_error_t *e = rc ? NULL : rd_kafka_seek_partitions(k->rk, at, SEEK_TIMEOUT_MS);
         if (e) {
                 snprintf(err, errsz, "seek: %s", rd_kafka_error_string(e));
                 rd_kafka_error_destroy(e);
                 rc = -1;
         }
-        for (int i = 0; !rc && i < l->cnt; i++)
-                if (l->elems[i].err) {
-                        snprintf(err, errsz, "seek %s/%d: %s", l->elems[i].topic, (int)l->elems[i].partition,
-                                 rd_kafka_err2str(l->elems[i].err));
+        for (int i = 0; !rc && i < at->cnt; i++)
+                if (at->elems[i].err) {
+                        snprintf(err, errsz, "seek %s/%d: %s", at->elems[i].topic, (int)at->elems[i].partition,
+                                 rd_kafka_err2str(at->elems[i].err));
                         rc = -1;
                 }
         if (!rc)
-                commit_known_positions(k, l);
-        rd_kafka_topic_partition_list_destroy(l);
+                commit_known_positions(k, at);
+        rd_kafka_topic_partition_list_destroy(at);
+        rd_kafka_topic_partition_list_destroy(broker);
         return rc;
 }
 
@@ -226,9 +249,14 @@ static void assign(struct kafka_source *k, rd_kafka_topic_partition_list_t *l)
         for (size_t i = 0; i < n; i++)
                 start[i] = -1;
         k->ev.assigned(k->ev.opaque, parts, n, start);
-        /* Where the runner knows a position (the database's), it is authoritative. */
+        /* Where the runner knows a position (the database's), it is
+         * authoritative. One it will seek later (SOURCE_START_LATER) starts
+         * paused at the end: not at the committed offset, whose lookup could
+         * answer after that seek and undo it. */
         for (size_t i = 0; i < n; i++)
-                l->elems[elem[i]].offset = start[i] >= 0 ? start[i] : RD_KAFKA_OFFSET_INVALID;
+                l->elems[elem[i]].offset = start[i] >= 0                    ? start[i]
+                                           : start[i] == SOURCE_START_LATER ? RD_KAFKA_OFFSET_END
+                                                                            : RD_KAFKA_OFFSET_INVALID;
         rd_kafka_assign(k->rk, l);
         k->ev.settled(k->ev.opaque);
         commit_known_positions(k, l);
