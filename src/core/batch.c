@@ -165,7 +165,7 @@ static struct store_progress *progress_of(struct store_progress *p, size_t *np, 
                 if (p[i].partition == partition)
                         return &p[i];
         p[*np] = (struct store_progress){.topic = topic, .partition = partition, .next_offset = -1,
-                                         .from_offset = INT64_MAX};
+                                         .from_offset = INT64_MAX, .own_next = -1};
         return &p[(*np)++];
 }
 

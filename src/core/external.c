@@ -430,11 +430,12 @@ static enum pl_rc external_process(struct pl_topic *pt, struct pl_msg *const *ms
         if (!nprog || !store_ok(pt->store))
                 goto out;
         fault_point("before_commit");
-        if ((rc = store_progress(pt->store, pt->cfg->namespace, nprog, prog, merr, sizeof(merr)))) {
+        rc = STORE_OK;
+        if (step_progress(pt, prog, nprog, &rc, merr, sizeof(merr)) != PL_OK) {
                 /* Finished keys are in the table: their redelivery is absorbed. */
-                if (ret == PL_OK || rc == STORE_CONN) {
+                if (ret == PL_OK || rc == STORE_CONN || !rc) {
                         snprintf(err, errsz, "%s", merr);
-                        ret = db_fail(rc);
+                        ret = rc ? db_fail(rc) : PL_REPOSITION;
                 }
                 goto out;
         }

@@ -18,6 +18,8 @@ enum pl_rc {
         PL_SPLIT,      /* rolled back: a message of the batch, not known which, made it fail (a value one of
                         * dedupd's own statements refused, a handler that broke the transaction): split.c
                         * narrows the batch to find it; the narrower retry runs at once */
+        PL_REPOSITION, /* nothing written: the database is behind what this process committed for a partition
+                        * (it changed under dedupd: a failover, a restore); re-position from it, then retry */
 };
 
 struct pl_stats {

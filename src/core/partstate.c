@@ -15,6 +15,7 @@ struct part_state *part_state(struct part_states *ps, size_t topic_idx, int32_t 
         ps->v[ps->cnt] = (struct part_state){.topic_idx = topic_idx,
                                              .partition = partition,
                                              .verified_next = -1,
+                                             .own_next = -1,
                                              .counted_at = -1,
                                              .isolate_until = -1};
         return &ps->v[ps->cnt++];

@@ -118,6 +118,7 @@ void pipeline_forget(struct pipeline *pl, size_t topic_idx, int32_t partition)
         struct part_state *ps = part_state(&pl->parts, topic_idx, partition);
         guard_release(&pl->topics[topic_idx], ps);
         ps->verified_next = -1;
+        ps->own_next = -1;
         split_reset(&pl->splits[topic_idx]);
 }
 

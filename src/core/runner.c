@@ -60,7 +60,10 @@ struct tbuf {
 struct assigned {
         size_t topic_idx;
         int32_t partition;
-        int paused; /* 1 paused, 0 fetching, -1 not yet decided (just assigned) */
+        int paused;    /* 1 paused, 0 fetching, -1 not yet decided (just assigned) */
+        int awaiting;  /* its position must be read from the database before it fetches (see positions, below) */
+        int64_t first; /* the earliest position this process knows of it: its start, else its first message; -1 */
+        int committed; /* this process committed a batch of it */
 };
 
 struct runner {
@@ -74,6 +77,8 @@ struct runner {
         struct assigned *parts;
         size_t part_cnt, part_cap;
         int drained;         /* the last poll found nothing queued: partial batches need not wait */
+        int watch;           /* a partition awaits its position or has no known first: buffer() looks */
+        int rewind_warned;   /* a source that cannot be re-positioned was said so */
         int db_down;         /* the database is unreachable: every topic waits */
         int64_t db_retry_at; /* next reconnection attempt */
         int db_backoff_ms;
@@ -82,6 +87,7 @@ struct runner {
         int relay_backoff_ms;   /* the wait after the next such round; 0: none yet */
         struct log_ratelimit rl_relay;
         struct log_ratelimit rl_db;
+        struct log_ratelimit rl_pos; /* positions that could not be read or set */
         int64_t last_stats_ms;
         struct pl_stats last_stats;
         int64_t last_health_ms, last_gauges_ms;
@@ -105,9 +111,13 @@ static void tbuf_reset_retry(struct tbuf *b, int backoff_ms)
         b->failing_since = 0;
 }
 
+static int part_takes(struct runner *r, struct pl_msg *m);
+
 static void buffer(struct runner *r, struct pl_msg *m)
 {
         struct tbuf *b = &r->bufs[m->topic_idx];
+        if (r->watch && !part_takes(r, m))
+                return;
         if (b->cnt == b->cap) {
                 size_t cap = b->cap ? b->cap * 2 : 64;
                 struct pl_msg **nm = xrealloc(b->msgs, cap * sizeof(*nm));
@@ -130,8 +140,8 @@ static int part_listed(const struct pl_part *parts, size_t n, size_t topic_idx, 
 
 /* Drop buffered messages of revoked partitions (all when parts is NULL):
  * they were never committed and will be delivered to the partition's next
- * owner. */
-static void purge(struct runner *r, const struct pl_part *parts, size_t n)
+ * owner (or again, from where the partition is re-positioned). */
+static void purge(struct runner *r, const struct pl_part *parts, size_t n, const char *whose)
 {
         size_t dropped = 0;
         for (size_t t = 0; t < r->cfg->topic_cnt; t++) {
@@ -152,12 +162,12 @@ static void purge(struct runner *r, const struct pl_part *parts, size_t n)
                         tbuf_reset_retry(b, r->cfg->topics[t].retry_backoff_ms);
         }
         if (dropped)
-                log_info("runner", "dropped %zu uncommitted buffered messages of revoked partitions", dropped);
+                log_info("runner", "dropped %zu uncommitted buffered messages of %s", dropped, whose);
 }
 
 /* ---- the assignment and whether each partition fetches ------------------- */
 
-static void parts_add(struct runner *r, size_t topic_idx, int32_t partition)
+static void parts_add(struct runner *r, size_t topic_idx, int32_t partition, int64_t start)
 {
         if (r->part_cnt == r->part_cap) {
                 size_t cap = r->part_cap ? r->part_cap * 2 : 16;
@@ -165,7 +175,9 @@ static void parts_add(struct runner *r, size_t topic_idx, int32_t partition)
                 r->parts = np;
                 r->part_cap = cap;
         }
-        r->parts[r->part_cnt++] = (struct assigned){topic_idx, partition, -1};
+        r->parts[r->part_cnt++] = (struct assigned){.topic_idx = topic_idx, .partition = partition, .paused = -1,
+                                                    .awaiting = start == SOURCE_START_LATER,
+                                                    .first = start >= 0 ? start : -1};
 }
 
 static void parts_remove(struct runner *r, const struct pl_part *revoked, size_t n)
@@ -192,6 +204,14 @@ static const char *hold_reason(const struct runner *r, size_t t)
         return NULL;
 }
 
+/* What one partition waits on now, or NULL: it fetches. */
+static const char *part_hold_reason(const struct runner *r, const struct assigned *a)
+{
+        if (a->awaiting)
+                return "awaiting its position from the database";
+        return hold_reason(r, a->topic_idx);
+}
+
 static void log_pause_changes(struct runner *r)
 {
         for (size_t t = 0; t < r->cfg->topic_cnt; t++) {
@@ -215,7 +235,7 @@ static void apply_pauses(struct runner *r)
         size_t np = 0, nr = 0;
         for (size_t i = 0; i < r->part_cnt; i++) {
                 struct assigned *a = &r->parts[i];
-                int want = hold_reason(r, a->topic_idx) != NULL;
+                int want = part_hold_reason(r, a) != NULL;
                 if (a->paused == want)
                         continue;
                 if (want)
@@ -231,10 +251,171 @@ static void apply_pauses(struct runner *r)
         log_pause_changes(r);
 }
 
+/* ---- positions from the database ------------------------------------------- */
+
+/*
+ * The offsets table is authoritative, on assignment and after: the database
+ * dedupd reconnects to may be a promoted replica that lost the last commits
+ * (effects, keys and positions together), so after every reconnect — and
+ * when a batch finds the database behind what this process committed —
+ * every owned partition awaits its position: what is buffered of it is
+ * dropped, it is paused, and before its next batch it is read from the
+ * database and the source is moved there (seek). A partition whose position
+ * the database cannot say at assignment waits the same way.
+ */
+
+static struct assigned *part_find(struct runner *r, size_t topic_idx, int32_t partition)
+{
+        for (size_t i = 0; i < r->part_cnt; i++)
+                if (r->parts[i].topic_idx == topic_idx && r->parts[i].partition == partition)
+                        return &r->parts[i];
+        return NULL;
+}
+
+/* Whether buffer() must look at each message: a partition awaits its
+ * position, or its first message is not known yet. */
+static void watch_update(struct runner *r)
+{
+        r->watch = 0;
+        for (size_t i = 0; i < r->part_cnt; i++)
+                if (r->parts[i].awaiting || r->parts[i].first < 0)
+                        r->watch = 1;
+}
+
+/* A message of a partition that awaits its position is dropped (it is
+ * fetched again from there); the first a partition delivers is remembered. */
+static int part_takes(struct runner *r, struct pl_msg *m)
+{
+        struct assigned *a = part_find(r, m->topic_idx, m->partition);
+        if (a && a->awaiting) {
+                r->src->ops->release(r->src, m);
+                return 0;
+        }
+        if (a && a->first < 0) {
+                a->first = m->offset;
+                watch_update(r);
+        }
+        return 1;
+}
+
+/* The database may have changed under dedupd (why): every owned partition
+ * awaits its position. A source that cannot rewind (RabbitMQ) is said so,
+ * once. */
+static void positions_lost(struct runner *r, const char *why)
+{
+        if (!r->part_cnt || !r->src)
+                return;
+        if (!r->src->ops->seek) {
+                if (!r->rewind_warned)
+                        log_warn("runner", "%s: a RabbitMQ source cannot be re-positioned: what a failed-over database "
+                                           "lost of the last commits is not consumed again (README: Database failover)",
+                                 why);
+                r->rewind_warned = 1;
+                return;
+        }
+        struct pl_part parts[r->part_cnt];
+        for (size_t i = 0; i < r->part_cnt; i++) {
+                r->parts[i].awaiting = 1;
+                parts[i] = (struct pl_part){r->parts[i].topic_idx, r->parts[i].partition};
+        }
+        log_info("runner", "%s: re-positioning %zu partition(s) from the database before their next batch", why,
+                 r->part_cnt);
+        purge(r, parts, r->part_cnt, "partitions being re-positioned");
+        r->watch = 1;
+}
+
+/* Where partition a starts again, given its stored position (-1: no row).
+ * With no row, never the broker's committed offset when this process
+ * committed batches of it: that is ahead of a database that lost them. */
+static int64_t restart_at(const struct runner *r, const struct assigned *a, int64_t stored)
+{
+        const char *topic = r->cfg->topics[a->topic_idx].name;
+        if (stored >= 0) {
+                log_info("runner", "%s/%d: positioned at offset %" PRId64 " (database)", topic, (int)a->partition, stored);
+                return stored;
+        }
+        if (a->committed)
+                log_warn("runner", "%s/%d: no position in the database although this process committed batches of "
+                                   "it: starting again at offset %" PRId64 ", the earliest it knows",
+                         topic, (int)a->partition, a->first);
+        else if (a->first >= 0)
+                log_info("runner", "%s/%d: no database position: starting again at offset %" PRId64
+                                   ", where this process started",
+                         topic, (int)a->partition, a->first);
+        else
+                log_info("runner", "%s/%d: no database position, starting where the broker is (Kafka: the committed "
+                                   "offset)",
+                         topic, (int)a->partition);
+        return a->first >= 0 ? a->first : SOURCE_START_BROKER;
+}
+
+static void db_lost(struct runner *r, const char *ctx, const char *err);
+
+/* The awaiting partitions of topic t: read, moved there, no longer awaiting.
+ * -1 when the database or the broker did not answer (they keep waiting). */
+static int position_topic(struct runner *r, size_t t)
+{
+        size_t n = r->part_cnt ? r->part_cnt : 1, k = 0;
+        struct pl_part parts[n];
+        struct assigned *as[n];
+        int32_t pids[n];
+        int64_t offs[n], start[n];
+        char err[512];
+        for (size_t i = 0; i < r->part_cnt; i++)
+                if (r->parts[i].awaiting && r->parts[i].topic_idx == t) {
+                        as[k] = &r->parts[i];
+                        pids[k] = r->parts[i].partition;
+                        parts[k++] = (struct pl_part){t, r->parts[i].partition};
+                }
+        if (!k)
+                return 0;
+        enum store_rc rc = store_offsets_get(r->store, r->cfg->namespace, r->cfg->topics[t].name, k, pids, offs, err,
+                                             sizeof(err));
+        if (rc == STORE_CONN) {
+                db_lost(r, "runner", err);
+                return -1;
+        }
+        if (rc) {
+                log_limited(&r->rl_pos, 1, 10000, LOG_WARN, "runner",
+                            "topic %s: cannot read positions from the database: %s (its partitions wait, paused)",
+                            r->cfg->topics[t].name, err);
+                return -1;
+        }
+        for (size_t j = 0; j < k; j++)
+                start[j] = restart_at(r, as[j], offs[j]);
+        purge(r, parts, k, "partitions being re-positioned");
+        for (size_t j = 0; j < k; j++)
+                pipeline_forget(r->pl, t, pids[j]);
+        if (r->src->ops->seek(r->src, parts, start, k, err, sizeof(err))) {
+                log_limited(&r->rl_pos, 1, 10000, LOG_WARN, "runner",
+                            "topic %s: moving the broker's consumer to the database's positions: %s (its partitions "
+                            "wait, paused)",
+                            r->cfg->topics[t].name, err);
+                return -1;
+        }
+        for (size_t j = 0; j < k; j++)
+                as[j]->awaiting = 0;
+        return 0;
+}
+
+/* Before the next batch: every partition that awaits its position gets it. */
+static void positions_read(struct runner *r)
+{
+        if (r->db_down || !r->watch)
+                return;
+        for (size_t t = 0; t < r->cfg->topic_cnt; t++)
+                if (position_topic(r, t))
+                        break;
+        watch_update(r);
+}
+
 /* ---- what the source tells ------------------------------------------------ */
 
 /* Where the newly assigned partitions of topic t start: the offsets table
- * where it has a row (it moves in the same transaction as the effects). */
+ * where it has a row (it moves in the same transaction as the effects). When
+ * it cannot be read they wait for it (SOURCE_START_LATER): the broker's
+ * committed offset may be ahead of a database that failed over. A source
+ * that cannot be moved later (RabbitMQ) starts where the broker has it. */
 static void start_positions(struct runner *r, size_t t, const struct pl_part *parts, size_t n, int64_t *start)
 {
         const char *topic = r->cfg->topics[t].name;
@@ -251,12 +432,16 @@ static void start_positions(struct runner *r, size_t t, const struct pl_part *pa
         if (!k)
                 return;
         /* While the database is known to be down, do not block the rebalance
-         * on a connection attempt: the broker's committed position is never
-         * ahead of the table, so starting from it can only re-read (absorbed). */
+         * on a connection attempt. */
         if (r->db_down || store_offsets_get(r->store, r->cfg->namespace, topic, k, pids, offs, err, sizeof(err))) {
-                log_warn("runner", "cannot read start offsets from the database (%s); "
-                                   "starting %s from the broker's committed offsets",
-                         r->db_down ? "it is unavailable" : err, topic);
+                int later = r->src && r->src->ops->seek;
+                log_warn("runner", "cannot read start offsets from the database (%s); %s %s", r->db_down ? "it is unavailable" : err,
+                         later ? "pausing the partitions of" : "starting", topic);
+                for (size_t j = 0; later && j < k; j++) {
+                        start[idx[j]] = SOURCE_START_LATER;
+                        log_info("runner", "assigned %s/%d: paused, awaiting its position from the database", topic,
+                                 (int)pids[j]);
+                }
                 return;
         }
         for (size_t j = 0; j < k; j++) {
@@ -279,24 +464,28 @@ static void on_assigned(void *opaque, const struct pl_part *parts, size_t n, int
                 char err[512];
                 if (store_connect(r->store, err, sizeof(err)) != STORE_OK)
                         r->db_down = 1; /* the loop reconnects with backoff */
+                else
+                        positions_lost(r, "database reconnected"); /* what stays assigned (an incremental assignment) */
         }
         for (size_t t = 0; t < r->cfg->topic_cnt; t++)
                 start_positions(r, t, parts, n, start);
         for (size_t i = 0; i < n; i++)
-                parts_add(r, parts[i].topic_idx, parts[i].partition);
+                parts_add(r, parts[i].topic_idx, parts[i].partition, start[i]);
+        watch_update(r);
 }
 
 static void on_revoked(void *opaque, const struct pl_part *parts, size_t n)
 {
         struct runner *r = opaque;
         log_info("runner", "%zu partitions revoked", parts ? n : r->part_cnt);
-        purge(r, parts, n);
+        purge(r, parts, n, "revoked partitions");
         for (size_t i = 0; i < r->part_cnt; i++)
                 if (!parts || part_listed(parts, n, r->parts[i].topic_idx, r->parts[i].partition)) {
                         pipeline_forget(r->pl, r->parts[i].topic_idx, r->parts[i].partition);
                         metrics_lag(r->cfg->topics[r->parts[i].topic_idx].name, r->parts[i].partition, -1);
                 }
         parts_remove(r, parts, n);
+        watch_update(r);
         if (parts && r->part_cnt) /* an incremental revoke: still in the group */
                 health_assigned(r->part_cnt);
         else
@@ -424,6 +613,12 @@ static void batch_not_done(struct runner *r, size_t t, size_t n, enum pl_rc rc, 
                 log_info(ctx, "shutting down: batch of %zu rolled back, it will be redelivered", n);
         else if (rc == PL_DB_DOWN)
                 db_lost(r, ctx, err);
+        else if (rc == PL_REPOSITION) {
+                log_warn(ctx, "the database changed under dedupd: %s (a failover to a replica that lost the last "
+                              "commits, or a restore); batch of %zu rolled back",
+                         err, n);
+                positions_lost(r, "the database is behind this process's commits");
+        }
         else if (rc == PL_SPLIT)
                 log_debug(ctx, "batch of %zu failed (%s): its first half is tried next", n, err);
         else
@@ -444,6 +639,11 @@ static void run_batch(struct runner *r, size_t t, volatile sig_atomic_t *stop)
         /* What committed is acknowledged: the batch, or what a partial one (external mode) finished. */
         if (nc > 0)
                 r->src->ops->ack(r->src, commits, nc);
+        for (size_t i = 0; i < nc; i++) {
+                struct assigned *a = part_find(r, t, commits[i].partition);
+                if (a)
+                        a->committed = 1;
+        }
         free(commits);
         if (rc != PL_OK) {
                 batch_not_done(r, t, n, rc, err, stop);
@@ -468,6 +668,8 @@ static void db_reconnect(struct runner *r)
                 log_info("runner", "database reconnected: %s", store_target(r->store));
                 r->db_down = 0;
                 r->db_backoff_ms = 100;
+                /* It may be another server (a promoted replica) that lost the last commits. */
+                positions_lost(r, "database reconnected");
                 return;
         }
         log_limited(&r->rl_db, 1, 10000, LOG_ERROR, "runner", "database still unavailable: %s: %s",
@@ -645,12 +847,15 @@ static void record_skipped_topic(struct runner *r, size_t t, const struct pl_ski
         size_t k = 0, nc = 0;
         char err[512];
 
-        for (size_t i = 0; i < n; i++)
-                if (sk[i].topic_idx == t) {
+        for (size_t i = 0; i < n; i++) {
+                const struct assigned *a = part_find(r, t, sk[i].partition);
+                /* One that awaits its position from the database is not moved from here. */
+                if (sk[i].topic_idx == t && a && !a->awaiting) {
                         parts[k] = sk[i].partition;
                         from[k] = sk[i].from;
                         to[k++] = sk[i].to;
                 }
+        }
         if (!k)
                 return;
         enum store_rc rc = store_offsets_skip(r->store, r->cfg->namespace, topic, k, parts, from, to, moved, err,
@@ -780,6 +985,7 @@ void runner_free(struct runner *r)
                 return;
         log_ratelimit_flush(&r->rl_db);
         log_ratelimit_flush(&r->rl_relay);
+        log_ratelimit_flush(&r->rl_pos);
         for (size_t t = 0; t < r->cfg->topic_cnt; t++)
                 free(r->bufs[t].msgs);
         free(r->bufs);
@@ -794,6 +1000,7 @@ int runner_run(struct runner *r, struct source *src, volatile sig_atomic_t *stop
         r->last_stats_ms = log_now_ms();
         while (!*stop && !(failure = src->ops->failure(src))) {
                 db_reconnect(r);
+                positions_read(r);
                 apply_pauses(r);
                 struct pl_msg *m = src->ops->poll(src, poll_timeout(r, log_now_ms()));
                 r->drained = !m;
@@ -811,7 +1018,7 @@ int runner_run(struct runner *r, struct source *src, volatile sig_atomic_t *stop
         log_stats(r);
         pipeline_stop(r->pl);
         instance_leave(r->store);
-        purge(r, NULL, 0);
+        purge(r, NULL, 0, "the partitions this process leaves");
         src->ops->close(src);
         r->src = NULL;
         if (failure) {

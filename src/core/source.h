@@ -90,6 +90,14 @@ struct source_ops {
         void (*done)(struct source *src, struct pl_msg *const *msgs, size_t n);
         /** Stop (pause 1) or resume fetching these partitions. */
         void (*pause)(struct source *src, const struct pl_part *parts, size_t n, int pause);
+        /** Optional (NULL: the broker cannot rewind): fetch these partitions
+         *  from start[i] on — >= 0, or SOURCE_START_BROKER for where the
+         *  broker has them — dropping what was fetched and not handed over;
+         *  nothing handed over before it is delivered after it. Whether a
+         *  partition fetches is left as pause set it. 0, or -1 and why (the
+         *  runner tries again). */
+        int (*seek)(struct source *src, const struct pl_part *parts, const int64_t *start, size_t n, char *err,
+                    size_t errsz);
         /** A fatal broker error, or NULL: the runner stops with it. */
         const char *(*failure)(struct source *src);
         /** Make what was acknowledged visible and leave (the group). */
@@ -109,10 +117,16 @@ struct source {
         const struct source_ops *ops;
 };
 
+/** Where a partition starts, besides an offset (>= 0). */
+#define SOURCE_START_BROKER (-1) /* where the broker has it (Kafka: the group's committed offset) */
+#define SOURCE_START_LATER (-2)  /* not known yet: the source neither moves nor fetches it until seek */
+
 /** What a source tells the runner, from inside poll. */
 struct source_events {
         /** Partitions are now this process's: start[i] is set to where each
-         *  starts (>= 0), or left -1 for the broker's own position. */
+         *  starts (>= 0), left SOURCE_START_BROKER for the broker's own
+         *  position, or SOURCE_START_LATER when the database cannot say yet
+         *  (a source with seek only: the runner seeks it once it can). */
         void (*assigned)(void *opaque, const struct pl_part *parts, size_t n, int64_t *start);
         /** The assignment is in place (the source fetches from those
          *  starts): the runner decides at once, before any message of it is

@@ -166,9 +166,35 @@ size_t step_committed(struct pl_topic *pt, const struct store_progress *prog, si
                 pt->stats->dead_lettered += (uint64_t)prog[i].dead_lettered;
                 pt->stats->mismatches += (uint64_t)prog[i].mismatches;
                 count_outcomes(pt->t->name, &prog[i]);
-                guard_committed(pt, part_state(pt->parts, pt->topic_idx, prog[i].partition), prog[i].next_offset);
+                struct part_state *ps = part_state(pt->parts, pt->topic_idx, prog[i].partition);
+                if (prog[i].next_offset > ps->own_next)
+                        ps->own_next = prog[i].next_offset;
+                guard_committed(pt, ps, prog[i].next_offset);
         }
         return nprog;
+}
+
+enum pl_rc step_progress(struct pl_topic *pt, struct store_progress *prog, size_t nprog, enum store_rc *rc,
+                         char *err, size_t errsz)
+{
+        struct store_behind behind;
+        for (size_t i = 0; i < nprog; i++)
+                prog[i].own_next = part_state(pt->parts, pt->topic_idx, prog[i].partition)->own_next;
+        if ((*rc = store_progress(pt->store, pt->cfg->namespace, nprog, prog, &behind, err, errsz)))
+                return PL_RETRY;
+        if (!behind.count)
+                return PL_OK;
+        if (behind.stored < 0)
+                snprintf(err, errsz, "partition %d has no position in the database although this process committed "
+                                     "up to offset %lld there",
+                         (int)behind.partition, (long long)behind.own);
+        else
+                snprintf(err, errsz, "partition %d is at offset %lld in the database, below the %lld this process "
+                                     "committed",
+                         (int)behind.partition, (long long)behind.stored, (long long)behind.own);
+        if (behind.count > 1)
+                snprintf(err + strlen(err), errsz - strlen(err), " (and %zu more partition(s))", behind.count - 1);
+        return PL_REPOSITION;
 }
 
 enum pl_rc step_fail(struct store *s, enum store_rc rc)

@@ -39,6 +39,13 @@ enum mismatch_verdict step_mismatch(struct pl_topic *pt, struct pl_msg *m, const
 size_t step_committed(struct pl_topic *pt, const struct store_progress *prog, size_t nprog,
                       struct pl_commit *commits);
 
+/** Write prog (each partition's own_next filled from what this process
+ *  committed): PL_OK; PL_RETRY with the statement's failure in *rc; or
+ *  PL_REPOSITION, nothing written, when the database is behind this
+ *  process's own commits (err says where). */
+enum pl_rc step_progress(struct pl_topic *pt, struct store_progress *prog, size_t nprog, enum store_rc *rc,
+                         char *err, size_t errsz) __attribute__((warn_unused_result));
+
 /** A failed statement: roll back, and what the batch then is (PL_SPLIT
  *  when the statement refused a value: STORE_DATA). */
 enum pl_rc step_fail(struct store *s, enum store_rc rc);

@@ -223,11 +223,14 @@ static enum pl_rc send_replies(struct txn *x)
 /* 9. Per-partition progress, in the same transaction. */
 static enum pl_rc record_progress(struct txn *x)
 {
-        enum store_rc rc;
+        enum store_rc rc = STORE_OK;
         batch_count(&x->b);
-        if ((rc = store_progress(x->pt->store, x->pt->cfg->namespace, x->b.nprog, x->b.prog, x->err, x->errsz)))
+        enum pl_rc prc = step_progress(x->pt, x->b.prog, x->b.nprog, &rc, x->err, x->errsz);
+        if (rc)
                 return failed(x, rc);
-        return PL_OK;
+        if (prc == PL_REPOSITION)
+                store_rollback(x->pt->store);
+        return prc;
 }
 
 /* 10. COMMIT. A lost acknowledgement is indistinguishable from a failed

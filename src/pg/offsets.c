@@ -12,27 +12,30 @@
 
 /*
  * A batch's progress is written from struct store_progress through this one
- * table: each row names a column of dedupd.progress_log (and, but for
- * from_offset, of dedupd.offsets), its type and the field it comes from. The
- * statement's unnest(), its column list and its parameters all follow it.
+ * table: each row names a column of the statement's unnest(), its type, the
+ * field it comes from and the tables it is written to (own_next only guards
+ * the write). The unnest, the column lists and the parameters all follow it.
  */
 enum col_kind { COL_TEXT, COL_INT };
+enum { TO_LOG = 1, TO_OFFSETS = 2, TO_BOTH = 3 };
 static const struct progress_col {
         const char *name, *type;
         size_t off;
         enum col_kind kind;
+        int to;      /* TO_LOG: dedupd.progress_log, TO_OFFSETS: dedupd.offsets; 0: neither */
         int counter; /* added up in dedupd.offsets */
 } progress_cols[] = {
-        {"topic", "text", offsetof(struct store_progress, topic), COL_TEXT, 0},
-        {"partition", "int", offsetof(struct store_progress, partition), COL_INT, 0},
-        {"from_offset", "bigint", offsetof(struct store_progress, from_offset), COL_INT, 0},
-        {"next_offset", "bigint", offsetof(struct store_progress, next_offset), COL_INT, 0},
-        {"consumed", "bigint", offsetof(struct store_progress, consumed), COL_INT, 1},
-        {"applied", "bigint", offsetof(struct store_progress, applied), COL_INT, 1},
-        {"rejected", "bigint", offsetof(struct store_progress, rejected), COL_INT, 1},
-        {"duplicates", "bigint", offsetof(struct store_progress, duplicates), COL_INT, 1},
-        {"dead_lettered", "bigint", offsetof(struct store_progress, dead_lettered), COL_INT, 1},
-        {"mismatches", "bigint", offsetof(struct store_progress, mismatches), COL_INT, 1},
+        {"topic", "text", offsetof(struct store_progress, topic), COL_TEXT, TO_BOTH, 0},
+        {"partition", "int", offsetof(struct store_progress, partition), COL_INT, TO_BOTH, 0},
+        {"from_offset", "bigint", offsetof(struct store_progress, from_offset), COL_INT, TO_LOG, 0},
+        {"next_offset", "bigint", offsetof(struct store_progress, next_offset), COL_INT, TO_BOTH, 0},
+        {"consumed", "bigint", offsetof(struct store_progress, consumed), COL_INT, TO_BOTH, 1},
+        {"applied", "bigint", offsetof(struct store_progress, applied), COL_INT, TO_BOTH, 1},
+        {"rejected", "bigint", offsetof(struct store_progress, rejected), COL_INT, TO_BOTH, 1},
+        {"duplicates", "bigint", offsetof(struct store_progress, duplicates), COL_INT, TO_BOTH, 1},
+        {"dead_lettered", "bigint", offsetof(struct store_progress, dead_lettered), COL_INT, TO_BOTH, 1},
+        {"mismatches", "bigint", offsetof(struct store_progress, mismatches), COL_INT, TO_BOTH, 1},
+        {"own_next", "bigint", offsetof(struct store_progress, own_next), COL_INT, 0, 0},
 };
 #define PROGRESS_COLS (sizeof(progress_cols) / sizeof(progress_cols[0]))
 
@@ -43,24 +46,35 @@ static int64_t col_int(const struct store_progress *p, const struct progress_col
         return *(const int64_t *)((const char *)p + c->off);
 }
 
-/* Append to sql: each column name (with prefix), comma-separated; `skip`
- * leaves out from_offset (dedupd.offsets has none). */
-static size_t col_list(char *sql, size_t at, size_t sz, const char *prefix, int skip_from)
+/* Append to sql: each column name (with prefix), comma-separated: those
+ * written to `to`, or (to 0) every column of the unnest. */
+static size_t col_list(char *sql, size_t at, size_t sz, const char *prefix, int to)
 {
         for (size_t i = 0, n = 0; i < PROGRESS_COLS; i++) {
-                if (skip_from && !strcmp(progress_cols[i].name, "from_offset"))
+                if (to && !(progress_cols[i].to & to))
                         continue;
                 at += (size_t)snprintf(sql + at, sz - at, "%s%s%s", n++ ? ", " : "", prefix, progress_cols[i].name);
         }
         return at;
 }
 
-/* The statement, built once from the table. Sorted by partition so concurrent
+/*
+ * The statement, built once from the table. Sorted by partition so concurrent
  * owners (a zombie and its successor) lock rows in the same order. GREATEST:
- * never backwards. */
+ * never backwards.
+ *
+ * And never past a gap: `behind` finds the partitions whose stored position
+ * is below what this process itself committed for them (own_next; -1: it
+ * committed nothing since it was positioned) or that have no row at all —
+ * the database changed under dedupd (a promoted replica that lost the last
+ * commits, a restore). Then nothing is written and those rows come back.
+ * The read needs no lock: this process's own COMMIT came before this
+ * statement's snapshot, and a stored position only moves up but by such a
+ * change, so a snapshot that shows it lower is the truth.
+ */
 static const char *progress_sql(void)
 {
-        static char sql[2048];
+        static char sql[4096];
         size_t at = 0, sz = sizeof(sql);
         if (sql[0])
                 return sql;
@@ -69,32 +83,56 @@ static const char *progress_sql(void)
                 at += (size_t)snprintf(sql + at, sz - at, "%s$%zu::%s[]", i ? ", " : "", i + 2, progress_cols[i].type);
         at += (size_t)snprintf(sql + at, sz - at, ") AS u(");
         at = col_list(sql, at, sz, "", 0);
-        at += (size_t)snprintf(sql + at, sz - at, ")), log AS (INSERT INTO dedupd.progress_log (namespace, ");
-        at = col_list(sql, at, sz, "", 0);
-        at += (size_t)snprintf(sql + at, sz - at, ") SELECT $1, ");
-        at = col_list(sql, at, sz, "u.", 0);
-        at += (size_t)snprintf(sql + at, sz - at, " FROM u) INSERT INTO dedupd.offsets AS o (namespace, ");
-        at = col_list(sql, at, sz, "", 1);
-        at += (size_t)snprintf(sql + at, sz - at, ") SELECT $1, ");
-        at = col_list(sql, at, sz, "u.", 1);
         at += (size_t)snprintf(sql + at, sz - at,
-                               " FROM u ORDER BY u.topic, u.partition ON CONFLICT (namespace, topic, partition)"
+                               ")), behind AS (SELECT u.partition, coalesce(o.next_offset, -1) AS stored, u.own_next"
+                               " FROM u LEFT JOIN dedupd.offsets o ON o.namespace = $1 AND o.topic = u.topic"
+                               " AND o.partition = u.partition"
+                               " WHERE u.own_next >= 0 AND coalesce(o.next_offset, -1) < u.own_next),"
+                               " log AS (INSERT INTO dedupd.progress_log (namespace, ");
+        at = col_list(sql, at, sz, "", TO_LOG);
+        at += (size_t)snprintf(sql + at, sz - at, ") SELECT $1, ");
+        at = col_list(sql, at, sz, "u.", TO_LOG);
+        at += (size_t)snprintf(sql + at, sz - at,
+                               " FROM u WHERE NOT EXISTS (SELECT 1 FROM behind)),"
+                               " up AS (INSERT INTO dedupd.offsets AS o (namespace, ");
+        at = col_list(sql, at, sz, "", TO_OFFSETS);
+        at += (size_t)snprintf(sql + at, sz - at, ") SELECT $1, ");
+        at = col_list(sql, at, sz, "u.", TO_OFFSETS);
+        at += (size_t)snprintf(sql + at, sz - at,
+                               " FROM u WHERE NOT EXISTS (SELECT 1 FROM behind) ORDER BY u.topic, u.partition"
+                               " ON CONFLICT (namespace, topic, partition)"
                                " DO UPDATE SET next_offset = GREATEST(o.next_offset, EXCLUDED.next_offset)");
         for (size_t i = 0; i < PROGRESS_COLS; i++)
                 if (progress_cols[i].counter)
                         at += (size_t)snprintf(sql + at, sz - at, ", %s = o.%s + EXCLUDED.%s", progress_cols[i].name,
                                                progress_cols[i].name, progress_cols[i].name);
-        snprintf(sql + at, sz - at, ", updated_at = now()");
+        snprintf(sql + at, sz - at, ", updated_at = now()) SELECT partition, stored, own_next FROM behind"
+                                    " ORDER BY partition");
         return sql;
 }
 
+/* The first partition the statement found behind, in words (a stored
+ * position and an own one, both read back as the integers they were). */
+static void read_behind(PGresult *r, struct store_behind *behind)
+{
+        memset(behind, 0, sizeof(*behind));
+        behind->count = (size_t)PQntuples(r);
+        if (!behind->count)
+                return;
+        behind->partition = (int32_t)strtol(PQgetvalue(r, 0, 0), NULL, 10);
+        behind->stored = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+        behind->own = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
+}
+
 enum store_rc store_progress(struct store *s, const char *ns, size_t n, const struct store_progress *p,
-                             char *err, size_t errsz)
+                             struct store_behind *behind, char *err, size_t errsz)
 {
         struct store_array a[PROGRESS_COLS];
         const char *params[PROGRESS_COLS + 1] = {ns};
+        PGresult *r = NULL;
         enum store_rc rc;
 
+        memset(behind, 0, sizeof(*behind));
         if (n == 0)
                 return STORE_OK;
         memset(a, 0, sizeof(a));
@@ -107,9 +145,13 @@ enum store_rc store_progress(struct store *s, const char *ns, size_t n, const st
                 }
         for (size_t c = 0; c < PROGRESS_COLS; c++)
                 params[c + 1] = store_array_finish(&a[c]);
-        rc = store_query(s, progress_sql(), (int)PROGRESS_COLS + 1, params, NULL, err, errsz);
+        rc = store_query(s, progress_sql(), (int)PROGRESS_COLS + 1, params, &r, err, errsz);
         for (size_t c = 0; c < PROGRESS_COLS; c++)
                 store_array_free(&a[c]);
+        if (rc == STORE_OK) {
+                read_behind(r, behind);
+                PQclear(r);
+        }
         return rc;
 }
 

@@ -14,11 +14,23 @@ struct store_progress {
         int64_t from_offset; /* first offset of the partition in the batch */
         int64_t next_offset;
         int64_t consumed, applied, rejected, duplicates, dead_lettered, mismatches;
+        int64_t own_next; /* the highest next offset this process committed for it since it was positioned; -1: none */
 };
 
-/** Upsert next offsets (never backwards) and add the counters. */
-enum store_rc store_progress(struct store *s, const char *ns, size_t n,
-                             const struct store_progress *p, char *err, size_t errsz) __attribute__((warn_unused_result));
+/** Partitions whose stored position is below this process's own (struct
+ *  store_progress's own_next): how many, and the first of them. */
+struct store_behind {
+        size_t count;
+        int32_t partition;
+        int64_t stored; /* -1: no row */
+        int64_t own;
+};
+
+/** Upsert next offsets (never backwards) and add the counters — unless a
+ *  partition's stored position is below its own_next (the database lost
+ *  commits): then nothing is written and *behind says which (count > 0). */
+enum store_rc store_progress(struct store *s, const char *ns, size_t n, const struct store_progress *p,
+                             struct store_behind *behind, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 /** A partition's next offset in dedupd.offsets. */
 struct store_position {

@@ -160,6 +160,71 @@ static size_t skipped(struct source *src, struct pl_skip *out, size_t max)
         return kafka_positions_skipped(k->positions, k->rk, k->cfg, out, max);
 }
 
+/* Where a partition is when the runner asks for the broker's own position
+ * (SOURCE_START_BROKER): the group's committed offset, or where
+ * auto.offset.reset sends a partition without one. -1 when the group
+ * coordinator did not answer. */
+#define SEEK_TIMEOUT_MS 5000
+static int broker_positions(struct kafka_source *k, rd_kafka_topic_partition_list_t *l, char *err, size_t errsz)
+{
+        rd_kafka_resp_err_t e = rd_kafka_committed(k->rk, l, SEEK_TIMEOUT_MS);
+        const char *reset = kafka_user_set(k->cfg, "auto.offset.reset") ? kafka_property(k->cfg, "auto.offset.reset")
+                                                                         : "earliest";
+        int latest = !strcmp(reset, "latest") || !strcmp(reset, "largest") || !strcmp(reset, "end");
+        if (e) {
+                snprintf(err, errsz, "reading the group's committed offsets: %s", rd_kafka_err2str(e));
+                return -1;
+        }
+        for (int i = 0; i < l->cnt; i++)
+                if (l->elems[i].offset < 0)
+                        l->elems[i].offset = latest ? RD_KAFKA_OFFSET_END : RD_KAFKA_OFFSET_BEGINNING;
+        return 0;
+}
+
+static void commit_known_positions(struct kafka_source *k, const rd_kafka_topic_partition_list_t *parts);
+
+/* The runner re-positions partitions it owns (the database it reconnected to
+ * may be a promoted replica that lost the last commits): fetch from there,
+ * and tell Kafka too, so lag monitoring and tooling see the database's
+ * position. librdkafka drops what it fetched from the old position. */
+static int seek_parts(struct source *src, const struct pl_part *parts, const int64_t *start, size_t n, char *err,
+                      size_t errsz)
+{
+        struct kafka_source *k = of(src);
+        rd_kafka_topic_partition_list_t *at = list_of(k->cfg, parts, n), *broker = list_of(k->cfg, parts, 0);
+        int rc = 0;
+        for (size_t i = 0; i < n; i++) {
+                at->elems[i].offset = start[i];
+                if (start[i] < 0)
+                        rd_kafka_topic_partition_list_add(broker, at->elems[i].topic, at->elems[i].partition);
+        }
+        if (broker->cnt && (rc = broker_positions(k, broker, err, errsz)) == 0)
+                for (int i = 0; i < broker->cnt; i++)
+                        rd_kafka_topic_partition_list_find(at, broker->elems[i].topic, broker->elems[i].partition)
+                                ->offset = broker->elems[i].offset;
+        rd_kafka_error_t *e = rc ? NULL : rd_kafka_seek_partitions(k->rk, at, SEEK_TIMEOUT_MS);
+        if (e) {
+                snprintf(err, errsz, "seek: %s", rd_kafka_error_string(e));
+                rd_kafka_error_destroy(e);
+                rc = -1;
+        }
+        for (int i = 0; !rc && i < at->cnt; i++)
+                if (at->elems[i].err) {
+                        snprintf(err, errsz, "seek %s/%d: %s", at->elems[i].topic, (int)at->elems[i].partition,
+                                 rd_kafka_err2str(at->elems[i].err));
+                        rc = -1;
+                }
+        if (!rc) {
+                for (int i = 0; i < at->cnt; i++)
+                        kafka_positions_moved(k->positions, (size_t)topic_index(k->cfg, at->elems[i].topic),
+                                              at->elems[i].partition, at->elems[i].offset);
+                commit_known_positions(k, at);
+        }
+        rd_kafka_topic_partition_list_destroy(at);
+        rd_kafka_topic_partition_list_destroy(broker);
+        return rc;
+}
+
 /* ---- rebalances ----------------------------------------------------------------- */
 
 /* A crash between COMMIT and the Kafka commit leaves Kafka behind the table;
@@ -204,9 +269,14 @@ static void assign(struct kafka_source *k, rd_kafka_topic_partition_list_t *l)
         for (size_t i = 0; i < n; i++)
                 start[i] = -1;
         k->ev.assigned(k->ev.opaque, parts, n, start);
-        /* Where the runner knows a position (the database's), it is authoritative. */
+        /* Where the runner knows a position (the database's), it is
+         * authoritative. One it will seek later (SOURCE_START_LATER) starts
+         * paused at the end: not at the committed offset, whose lookup could
+         * answer after that seek and undo it. */
         for (size_t i = 0; i < n; i++)
-                l->elems[elem[i]].offset = start[i] >= 0 ? start[i] : RD_KAFKA_OFFSET_INVALID;
+                l->elems[elem[i]].offset = start[i] >= 0                    ? start[i]
+                                           : start[i] == SOURCE_START_LATER ? RD_KAFKA_OFFSET_END
+                                                                            : RD_KAFKA_OFFSET_INVALID;
         rd_kafka_assign(k->rk, l);
         kafka_positions_assigned(k->positions, k->cfg, l);
         k->ev.settled(k->ev.opaque);
@@ -357,6 +427,7 @@ static const struct source_ops kafka_ops = {
         .release = msg_release,
         .ack = ack,
         .pause = pause_parts,
+        .seek = seek_parts,
         .failure = failure,
         .close = close_source,
         .destroy = destroy,

@@ -149,7 +149,7 @@ static void fetch(struct nats_source *n, size_t t, int timeout_ms)
 static struct pl_msg *take(struct nats_source *n, size_t t)
 {
         struct ntopic *nt = &n->topics[t];
-        while (!nt->paused && nt->next < nt->list.Count) {
+        while (!nt->paused && nt->sub && nt->next < nt->list.Count) {
                 natsMsg *nm = nt->list.Msgs[nt->next];
                 nt->list.Msgs[nt->next++] = NULL; /* ours now */
                 struct pl_msg *m = msg_wrap(n->cfg, nm, t);
@@ -182,7 +182,30 @@ static int subscribe(struct nats_source *n, size_t t, char *err, size_t errsz)
         return 0;
 }
 
-/* Every topic's consumer at the database's position, then pulled. */
+/* Topic t's consumer put at start (the database's position, or
+ * SOURCE_START_BROKER: after its acknowledged floor) and subscribed to. */
+static int position(struct nats_source *n, size_t t, int64_t start, char *err, size_t errsz)
+{
+        if (nats_consumer_ensure(n->link, n->cfg, t, start, err, errsz) != NATS_CHECK_OK)
+                return -1;
+        return subscribe(n, t, err, errsz);
+}
+
+/* Topic t neither pulls nor holds anything fetched: its subscription gone
+ * (the durable consumer stays), what it fetched and did not hand over
+ * dropped (never acknowledged: delivered again). */
+static void unsubscribe(struct ntopic *nt)
+{
+        natsMsgList_Destroy(&nt->list);
+        nt->next = 0;
+        if (nt->sub)
+                natsSubscription_Destroy(nt->sub);
+        nt->sub = NULL;
+}
+
+/* Every topic's consumer at the database's position, then pulled; one whose
+ * position the database could not say yet (SOURCE_START_LATER) is neither
+ * moved nor pulled until the runner seeks it. */
 static int settle(struct nats_source *n, char *err, size_t errsz)
 {
         size_t cnt = n->cfg->topic_cnt;
@@ -196,13 +219,10 @@ static int settle(struct nats_source *n, char *err, size_t errsz)
                 return -1;
         n->ev.assigned(n->ev.opaque, parts, cnt, start);
         for (size_t t = 0; t < cnt; t++) {
-                if (nats_consumer_ensure(n->link, n->cfg, t, start[t], err, errsz) != NATS_CHECK_OK ||
-                    subscribe(n, t, err, errsz)) {
+                if (start[t] != SOURCE_START_LATER && position(n, t, start[t], err, errsz)) {
                         n->ev.revoked(n->ev.opaque, NULL, 0);
-                        for (size_t k = 0; k < t; k++) {
-                                natsSubscription_Destroy(n->topics[k].sub);
-                                n->topics[k].sub = NULL;
-                        }
+                        for (size_t k = 0; k < t; k++)
+                                unsubscribe(&n->topics[k]);
                         return -1;
                 }
         }
@@ -246,7 +266,7 @@ static struct pl_msg *poll_one(struct source *src, int timeout_ms)
         }
         size_t active = 0;
         for (size_t t = 0; t < cnt; t++)
-                active += !n->topics[t].paused;
+                active += !n->topics[t].paused && n->topics[t].sub;
         if (!active) {
                 usleep((useconds_t)(timeout_ms > 0 ? timeout_ms : 1) * 1000);
                 return NULL;
@@ -255,7 +275,7 @@ static struct pl_msg *poll_one(struct source *src, int timeout_ms)
         int share = timeout_ms / (int)active;
         for (size_t i = 0; i < cnt; i++) {
                 size_t t = (n->turn + i) % cnt;
-                if (n->topics[t].paused)
+                if (n->topics[t].paused || !n->topics[t].sub)
                         continue;
                 fetch(n, t, share);
                 struct pl_msg *m = take(n, t);
@@ -295,6 +315,22 @@ static void pause_parts(struct source *src, const struct pl_part *parts, size_t 
                 of(src)->topics[parts[i].topic_idx].paused = pause;
 }
 
+/* The runner re-positions topics (the database it reconnected to may be a
+ * promoted replica that lost the last commits): each consumer is moved back
+ * to the database's position, as at the start, and pulled again. */
+static int seek_parts(struct source *src, const struct pl_part *parts, const int64_t *start, size_t cnt, char *err,
+                      size_t errsz)
+{
+        struct nats_source *n = of(src);
+        for (size_t i = 0; i < cnt; i++) {
+                size_t t = parts[i].topic_idx;
+                unsubscribe(&n->topics[t]);
+                if (position(n, t, start[i], err, errsz))
+                        return -1; /* unsubscribed: not pulled until a seek succeeds */
+        }
+        return 0;
+}
+
 static const char *failure(struct source *src)
 {
         check_startup(of(src));
@@ -316,9 +352,7 @@ static void destroy(struct source *src)
         struct nats_source *n = of(src);
         for (size_t t = 0; t < n->cfg->topic_cnt; t++) {
                 struct ntopic *nt = &n->topics[t];
-                natsMsgList_Destroy(&nt->list);
-                if (nt->sub)
-                        natsSubscription_Destroy(nt->sub);
+                unsubscribe(nt);
         }
         free(n->topics);
         log_ratelimit_flush(&n->rl);
@@ -342,6 +376,7 @@ static const struct source_ops nats_ops = {
         .ack = ack,
         .done = done,
         .pause = pause_parts,
+        .seek = seek_parts,
         .failure = failure,
         .close = close_source,
         .destroy = destroy,

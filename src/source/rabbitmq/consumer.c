@@ -461,6 +461,7 @@ static const struct source_ops rmq_ops = {
         .release = msg_release,
         .ack = ack,
         .pause = pause_parts,
+        .seek = NULL, /* a queue cannot rewind: what it acknowledged is gone */
         .failure = failure,
         .close = close_source,
         .destroy = destroy,

@@ -1,0 +1,147 @@
+# The database failover scenario, one home for both brokers (sourced after
+# lib.sh, and nats_lib.sh for NATS; failover_kafka.sh, failover_nats.sh):
+# a private PostgreSQL primary with an asynchronous streaming replica
+# (scripts/services pg-pair-*: the shared cluster is never stopped), dedupd's
+# conninfo naming both hosts with target_session_attrs=read-write, and a
+# failover mid-run that provably lost commits: the replica's WAL receiver is
+# stopped, dedupd commits more on the primary, the primary is stopped
+# -m immediate, the receiver killed (what it had not written is gone) and the
+# replica promoted. The test fails when the promoted database is not behind.
+#
+# The broker's side comes from the driver: fo_topic NAME (a fresh topic or
+# subject, FO_TOPIC), fo_config FILE, fo_produce FILE (append the lines),
+# fo_end (the position after the last message, summed over partitions),
+# fo_wait_done (until everything is consumed and acknowledged) and
+# fo_check_broker (its own end-of-run assertions). FO_ASSIGN_WHILE_DOWN=1:
+# the restarted dedupd's partitions are assigned while no database answers.
+
+export SEED_ACCOUNTS=50 INITIAL_BALANCE=3000 BATCH_MAX=50
+chmod o+x "$WORK" # the postgres user reaches the pairs' directories
+
+# fo_pair NAME: a fresh primary + replica in $WORK/NAME (PAIR_* from its env);
+# dedupd, sql and check_invariants use whichever of the two is read-write.
+fo_pair() {
+        PAIR="$WORK/$1"
+        "$DEDUPD_SERVICES" pg-pair-up "$PAIR" >/dev/null
+        on_exit "\"\$DEDUPD_SERVICES\" pg-pair-down '$PAIR' >/dev/null 2>&1"
+        # shellcheck disable=SC1091
+        . "$PAIR/env"
+        TEST_DSN=$PAIR_DSN
+}
+
+# The workload in three parts: before the replica falls behind, while it is
+# behind (these commits are lost), after the failover.
+workload "$WORK/w.txt" "$WORK/keys.txt" 3000 2000
+split -n l/3 -d "$WORK/w.txt" "$WORK/part."
+
+# fo_wait_progress WANT [SECONDS]: until the read-write database has progressed to WANT
+fo_wait_progress() {
+        local want=$1 secs=${2:-60} got=0
+        for ((i = 0; i < secs * 10; i++)); do
+                got=$(progressed "$FO_TOPIC")
+                [[ $got == "$want" ]] && return 0
+                sleep 0.1
+        done
+        fail "timed out: the database progressed $got of $want"
+}
+
+# The replica receives no more WAL from here on (its receiver stopped).
+fo_replica_falls_behind() {
+        local lsn
+        lsn=$(psql "$PAIR_PRIMARY_DSN" -XAtc "SELECT pg_current_wal_lsn()")
+        for ((i = 0; i < 100; i++)); do
+                [[ $(psql "$PAIR_REPLICA_DSN" -XAtc "SELECT pg_last_wal_replay_lsn() >= '$lsn'") == t ]] && break
+                sleep 0.1
+        done
+        WALRCV=$(psql "$PAIR_REPLICA_DSN" -XAtc "SELECT pid FROM pg_stat_wal_receiver WHERE status = 'streaming'")
+        [[ -n $WALRCV ]] || fail "the replica has no streaming WAL receiver"
+        kill -STOP "$WALRCV"
+        log "replica's WAL receiver (pid $WALRCV) stopped at the primary's $lsn"
+}
+
+# The primary gone: stopped -m immediate, the replica's receiver killed.
+fo_primary_dies() {
+        FO_PRIMARY_AT=$(progressed "$FO_TOPIC")
+        FO_PRIMARY_KEYS=$(sql "SELECT count(*) FROM dedupd.keys")
+        "$DEDUPD_SERVICES" pg-pair-stop "$PAIR" primary immediate >/dev/null 2>&1
+        kill -9 "$WALRCV"
+        log "primary stopped -m immediate at position $FO_PRIMARY_AT, $FO_PRIMARY_KEYS keys"
+}
+
+# The replica promoted; it must have lost commits, or the test proves nothing.
+fo_promote() {
+        local at keys
+        "$DEDUPD_SERVICES" pg-pair-promote "$PAIR" >/dev/null 2>&1
+        at=$(psql "$PAIR_REPLICA_DSN" -XAtc "SELECT coalesce(sum(next_offset), 0) FROM dedupd.offsets WHERE topic = '$FO_TOPIC'")
+        keys=$(psql "$PAIR_REPLICA_DSN" -XAtc "SELECT count(*) FROM dedupd.keys")
+        ((at < FO_PRIMARY_AT && keys < FO_PRIMARY_KEYS)) ||
+                fail "the promoted replica is not behind the primary (position $at of $FO_PRIMARY_AT, $keys of $FO_PRIMARY_KEYS keys): no commit was lost, the test proves nothing"
+        log "promoted the replica: position $at of the primary's $FO_PRIMARY_AT, $keys of $FO_PRIMARY_KEYS keys (the rest lost)"
+}
+
+# The restart variant: dedupd killed during the failover and started again.
+fo_restart_during_failover() {
+        local seen
+        crash "$FO_D"
+        if [[ ${FO_ASSIGN_WHILE_DOWN:-0} == 1 ]]; then
+                # Kafka hands the restarted member its partitions only after the
+                # killed one's session ended (session.timeout.ms): the primary
+                # goes in between, so the assignment finds no database.
+                seen=$(grep -c "cannot read start offsets from the database" "$WORK/$FO_D.log" || true)
+                local loaded
+                loaded=$(grep -c "loaded from" "$WORK/$FO_D.log" || true)
+                start "$FO_D" "$WORK/$FO_D.yaml"
+                for ((i = 0; i < 300; i++)); do
+                        (($(grep -c "loaded from" "$WORK/$FO_D.log" || true) > loaded)) && break
+                        sleep 0.05
+                done
+                fo_primary_dies
+                for ((i = 0; i < 300; i++)); do
+                        (($(grep -c "cannot read start offsets from the database" "$WORK/$FO_D.log" || true) > seen)) && break
+                        sleep 0.1
+                done
+                (($(grep -c "cannot read start offsets from the database" "$WORK/$FO_D.log" || true) > seen)) ||
+                        fail "the restarted dedupd was not assigned its partitions while the database was down: the scenario did not happen"
+        else
+                fo_primary_dies
+                start "$FO_D" "$WORK/$FO_D.yaml" # it waits for a read-write database
+        fi
+        fo_promote
+}
+
+# What must hold at the end: every order exactly once, nothing missing, the
+# database's positions at the end of the topic.
+fo_check() {
+        check_invariants "$WORK/keys.txt"
+        assert_eq "$(sql "SELECT count(*) FROM dedupd.keys")" 2000 "distinct orders recorded on the promoted database"
+        assert_eq "$(progressed "$FO_TOPIC")" "$(fo_end)" "dedupd.offsets against the end of the topic"
+        fo_check_broker
+}
+
+# fo_run NAME [restart]: the scenario on a fresh pair and topic, dedupd
+# instance NAME; restart: dedupd is killed during the failover and started
+# again, as its supervisor would.
+fo_run() {
+        FO_D=$1
+        log "---- scenario $1${2:+ ($2)}"
+        fo_pair "pg-$1"
+        fo_topic "$1"
+        fo_config "$WORK/$FO_D.yaml"
+        fo_produce "$WORK/part.00"
+        start "$FO_D" "$WORK/$FO_D.yaml"
+        fo_wait_progress "$(fo_end)"
+        fo_replica_falls_behind
+        fo_produce "$WORK/part.01"
+        fo_wait_progress "$(fo_end)"
+        if [[ ${2:-} == restart ]]; then
+                fo_restart_during_failover
+        else
+                fo_primary_dies
+                fo_promote
+        fi
+        fo_produce "$WORK/part.02"
+        fo_wait_done
+        stop "$FO_D"
+        fo_check
+        [[ -n ${2:-} ]] || grep -q "re-positioning" "$WORK/$FO_D.log" || fail "dedupd never said it re-positioned"
+}
