@@ -28,9 +28,10 @@ static const char *const reset_sql[] = {"RESET ALL", "SET SESSION AUTHORIZATION 
 static const char guard_sql[] = "DELETE FROM dedupd.txn_guard WHERE xid = pg_current_xact_id_if_assigned()";
 /* (Run after RESET ALL: the search_path is the session's default again, not the handler's.) */
 
-/* Another pid than libpq's is a pooler's: PgBouncer, like every pooler,
- * gives its clients a cancel key of its own. */
-static const char backend_sql[] = "SELECT pg_backend_pid()";
+/* A new connection: its role the login's, as after every handler, and its
+ * server pid — another than libpq's is a pooler's (PgBouncer, like every
+ * pooler, gives its clients a cancel key of its own). */
+static const char setup_sql[] = "SELECT pg_backend_pid(), set_config('role', 'none', false)";
 
 /* A failed result as a store_rc (never STORE_OK), its message in err. */
 static enum store_rc failure(PGconn *conn, const PGresult *r, char *err, size_t errsz)
@@ -44,7 +45,7 @@ static void idle_text(char *buf, size_t sz, int idle_ms) { snprintf(buf, sz, "%d
 
 enum store_rc session_setup(PGconn *conn, int *pooled, char *err, size_t errsz)
 {
-        PGresult *r = PQexecParams(conn, backend_sql, 0, NULL, NULL, NULL, NULL, 0);
+        PGresult *r = PQexecParams(conn, setup_sql, 0, NULL, NULL, NULL, NULL, 0);
         enum store_rc rc = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 ? STORE_OK
                                                                                   : failure(conn, r, err, errsz);
         if (rc == STORE_OK)

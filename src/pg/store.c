@@ -124,6 +124,10 @@ enum store_rc store_connect(struct store *s, char *err, size_t errsz)
         }
         PQsetNoticeReceiver(s->conn, notice, NULL);
         enum store_rc rc = session_setup(s->conn, &s->pooled, err, errsz);
+        if (rc == STORE_OK && s->pooled)
+                log_info("store", "%s is behind a connection pooler: no read-only default between batches, "
+                                  "instance liveness by its lease (README: Behind PgBouncer)",
+                         s->target);
         if (rc != STORE_OK) {
                 PQfinish(s->conn);
                 s->conn = NULL;
