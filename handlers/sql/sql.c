@@ -31,6 +31,12 @@
  * batch waits on the wire once per depth instead of once per message. An
  * SQL error retries the batch; the message whose statement failed is the one
  * that counts an attempt toward retry.max_attempts.
+ *
+ * Nothing is prepared by name: behind a pooler in transaction mode (PgBouncer)
+ * the next transaction may run in another server session, where a named
+ * statement does not exist. Each stretch of the pipeline parses the statement
+ * once, unnamed, and binds it per message — as cheap as a named one, and valid
+ * for exactly as long as the stretch needs it.
  */
 
 #define DEFAULT_REJECT "rejected: the statement returned no row"
@@ -41,9 +47,6 @@ struct sql {
         struct sql_statement *st;
         char *reject;
         int depth;
-        char name[48];      /* the prepared statement's name on the batch connection */
-        PGconn *prepared;   /* ...on this connection */
-        int prepared_pid;   /* ...of this backend (a reconnection reuses the struct) */
 };
 
 static void set_err(char *err, size_t errsz, const char *what, PGconn *conn)
@@ -54,24 +57,37 @@ static void set_err(char *err, size_t errsz, const char *what, PGconn *conn)
         snprintf(err, errsz, "%s: %s", what, pg);
 }
 
-/* The statement must prepare and return rows: checked once, at start. */
+/* The statement must prepare and return rows: checked once, at start. Parsed
+ * and described before one sync point, so in one server session whatever the
+ * pooling. */
 static int check_statement(struct sql *s, PGconn *conn, char *err, size_t errsz)
 {
-        PGresult *r = PQprepare(conn, "", s->st->sql, (int)s->st->nparams, NULL);
-        int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-        PQclear(r);
-        if (!ok) {
-                set_err(err, errsz, "the statement does not prepare", conn);
+        static const char *const what[2] = {"the statement does not prepare", "the statement cannot be described"};
+        int fields = -1, bad = 0;
+        if (!PQenterPipelineMode(conn) || !PQsendPrepare(conn, "", s->st->sql, (int)s->st->nparams, NULL) ||
+            !PQsendDescribePrepared(conn, "") || !PQpipelineSync(conn)) {
+                set_err(err, errsz, "the statement cannot be sent", conn);
+                PQexitPipelineMode(conn);
                 return -1;
         }
-        r = PQdescribePrepared(conn, "");
-        ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-        int fields = ok ? PQnfields(r) : 0;
-        PQclear(r);
-        if (!ok) {
-                set_err(err, errsz, "the statement cannot be described", conn);
-                return -1;
+        for (int step = 0; step < 2; step++) {
+                PGresult *r = PQgetResult(conn);
+                if (PQresultStatus(r) == PGRES_COMMAND_OK && step == 1)
+                        fields = PQnfields(r);
+                else if (PQresultStatus(r) != PGRES_COMMAND_OK && !bad++) {
+                        char pg[400];
+                        snprintf(pg, sizeof(pg), "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(conn));
+                        pg[strcspn(pg, "\n")] = '\0';
+                        snprintf(err, errsz, "%s: %s", what[step], pg);
+                }
+                PQclear(r);
+                while ((r = PQgetResult(conn))) /* the NULL that ends each step's results */
+                        PQclear(r);
         }
+        PQclear(PQgetResult(conn)); /* PGRES_PIPELINE_SYNC */
+        PQexitPipelineMode(conn);
+        if (bad)
+                return -1;
         if (fields == 0) {
                 snprintf(err, errsz, "the statement returns no rows, so dedupd cannot tell applied from rejected: "
                                      "end it with RETURNING (a row when applied, none when rejected)");
@@ -105,7 +121,6 @@ static int sql_init(const struct dedupd_host *host, struct dedupd_init_ctx *ictx
                 return -1;
         }
         s->host = host;
-        snprintf(s->name, sizeof(s->name), "dedupd_sql_%" PRIxPTR, (uintptr_t)s);
         if (!statement) {
                 snprintf(err, errsz, "handler.config.statement is required: the SQL to run per message");
                 goto error;
@@ -136,23 +151,6 @@ static void sql_fini(void *state)
         sql_statement_free(s->st);
         free(s->reject);
         free(s);
-}
-
-/* Prepared once per connection (a prepared statement outlives rollbacks). */
-static int ensure_prepared(struct sql *s, struct dedupd_ctx *ctx, PGconn *conn)
-{
-        if (s->prepared == conn && s->prepared_pid == PQbackendPID(conn))
-                return 0;
-        PGresult *r = PQprepare(conn, s->name, s->st->sql, (int)s->st->nparams, NULL);
-        int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-        PQclear(r);
-        if (!ok) {
-                s->host->log(ctx, DEDUPD_LOG_WARN, "preparing the statement: %s", PQerrorMessage(conn));
-                return -1;
-        }
-        s->prepared = conn;
-        s->prepared_pid = PQbackendPID(conn);
-        return 0;
 }
 
 /* A row: applied (its first column the response); none: rejected; an error: retry. */
@@ -188,11 +186,10 @@ static dedupd_result_t sql_handle(void *state, struct dedupd_ctx *ctx, const str
         struct sql *s = state;
         PGconn *conn = s->host->conn(ctx);
         char *values[SQL_STATEMENT_MAX_PARAMS];
-        if (ensure_prepared(s, ctx, conn))
-                return DEDUPD_RETRY;
         if (bind(s, ctx, msg, values))
                 return DEDUPD_REJECT;
-        PGresult *r = PQexecPrepared(conn, s->name, (int)s->st->nparams, (const char *const *)values, NULL, NULL, 0);
+        PGresult *r = PQexecParams(conn, s->st->sql, (int)s->st->nparams, NULL, (const char *const *)values, NULL,
+                                   NULL, 0);
         dedupd_result_t v = verdict(s, ctx, conn, r);
         PQclear(r);
         sql_values_free(values, s->st->nparams);
@@ -201,21 +198,40 @@ static dedupd_result_t sql_handle(void *state, struct dedupd_ctx *ctx, const str
 
 /* ---- a batch, pipelined ------------------------------------------------------- */
 
-/* One stretch of the batch: sent without waiting, then its results in order.
- * Returns the index of the message whose statement failed, or cnt. */
+/* The stretch's parse, unnamed: 0 when it prepared (its results read), -1 not. */
+static int read_prepared(struct sql *s, struct dedupd_ctx *ctx, PGconn *conn)
+{
+        PGresult *r = PQgetResult(conn);
+        int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+        if (!ok)
+                s->host->log(ctx, DEDUPD_LOG_WARN, "preparing the statement: %s",
+                             r && PQresultErrorMessage(r)[0] ? PQresultErrorMessage(r) : PQerrorMessage(conn));
+        PQclear(r);
+        while ((r = PQgetResult(conn)))
+                PQclear(r);
+        return ok ? 0 : -1;
+}
+
+/* One stretch of the batch: parsed once, sent without waiting, then its
+ * results in order. Returns the index of the message whose statement failed
+ * (the first when the statement did not parse), or cnt. */
 static size_t run_stretch(struct sql *s, PGconn *conn, struct dedupd_ctx *const *ctxs,
                           const struct dedupd_msg *const *msgs, size_t cnt, dedupd_result_t *results)
 {
         char *values[SQL_STATEMENT_MAX_PARAMS];
         int sent[cnt];
         size_t failed = cnt;
+        if (!PQsendPrepare(conn, "", s->st->sql, (int)s->st->nparams, NULL)) {
+                s->host->log(ctxs[0], DEDUPD_LOG_WARN, "sending the statement: %s", PQerrorMessage(conn));
+                return 0;
+        }
         for (size_t i = 0; i < cnt; i++) {
                 sent[i] = 0;
                 results[i] = DEDUPD_REJECT;
                 if (bind(s, ctxs[i], msgs[i], values))
                         continue; /* rejected with its reason, and never sent */
-                sent[i] = PQsendQueryPrepared(conn, s->name, (int)s->st->nparams, (const char *const *)values, NULL,
-                                              NULL, 0);
+                sent[i] = PQsendQueryPrepared(conn, "", (int)s->st->nparams, (const char *const *)values, NULL, NULL,
+                                              0);
                 sql_values_free(values, s->st->nparams);
                 if (!sent[i]) {
                         s->host->log(ctxs[i], DEDUPD_LOG_WARN, "sending the statement: %s", PQerrorMessage(conn));
@@ -224,6 +240,8 @@ static size_t run_stretch(struct sql *s, PGconn *conn, struct dedupd_ctx *const 
         }
         if (!PQpipelineSync(conn))
                 return 0;
+        if (read_prepared(s, ctxs[0], conn))
+                failed = 0;
         for (size_t i = 0; i < cnt; i++) {
                 if (!sent[i])
                         continue;
@@ -246,7 +264,7 @@ static dedupd_result_t sql_handle_batch(void *state, struct dedupd_ctx *const *c
         struct sql *s = state;
         PGconn *conn = s->host->conn(ctxs[0]);
         size_t failed = cnt;
-        if (ensure_prepared(s, ctxs[0], conn) || !PQenterPipelineMode(conn))
+        if (!PQenterPipelineMode(conn))
                 return DEDUPD_RETRY;
         for (size_t at = 0; at < cnt && failed == cnt; at += (size_t)s->depth) {
                 size_t n = cnt - at < (size_t)s->depth ? cnt - at : (size_t)s->depth;

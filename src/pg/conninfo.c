@@ -1,4 +1,4 @@
-/* conninfo: a libpq connection string as keywords and values, with dedupd's connect_timeout filled in. */
+/* conninfo: a libpq connection string as keywords and values, with dedupd's connect_timeout and name filled in. */
 #include "pg/conninfo.h"
 
 #include <stdio.h>
@@ -51,6 +51,7 @@ int conninfo_params_init(struct conninfo_params *p, const char *conninfo, int de
 {
         char *perr = NULL;
         const char *own = NULL;
+        int named = 0;
         size_t n = 0, k = 0;
 
         memset(p, 0, sizeof(*p));
@@ -66,11 +67,12 @@ int conninfo_params_init(struct conninfo_params *p, const char *conninfo, int de
                 n += o->val != NULL;
                 if (o->val && !strcmp(o->keyword, "connect_timeout"))
                         own = o->val;
+                named |= o->val && !strcmp(o->keyword, "fallback_application_name");
                 if (o->val && (!strcmp(o->keyword, "password") || !strcmp(o->keyword, "sslpassword")))
                         redact_add(o->val); /* written in the conninfo itself: still never logged */
         }
-        p->keys = xcalloc(n + 2, sizeof(*p->keys));
-        p->values = xcalloc(n + 2, sizeof(*p->values));
+        p->keys = xcalloc(n + 3, sizeof(*p->keys));
+        p->values = xcalloc(n + 3, sizeof(*p->values));
         for (PQconninfoOption *o = p->opts; o->keyword; o++) {
                 if (!o->val || !strcmp(o->keyword, "connect_timeout"))
                         continue;
@@ -82,6 +84,13 @@ int conninfo_params_init(struct conninfo_params *p, const char *conninfo, int de
                 snprintf(p->timeout, sizeof(p->timeout), "%d", t);
                 p->keys[k] = "connect_timeout";
                 p->values[k++] = p->timeout;
+        }
+        /* dedupd's name in pg_stat_activity, unless the conninfo (or
+         * PGAPPNAME) gives one: sent at connect, so a pooler keeps it for
+         * this client whichever server session a transaction runs in. */
+        if (!named) {
+                p->keys[k] = "fallback_application_name";
+                p->values[k++] = "dedupd";
         }
         return 0;
 }

@@ -1,4 +1,4 @@
-/* conninfo: a libpq connection string as keywords and values, with dedupd's connect_timeout filled in. */
+/* conninfo: a libpq connection string as keywords and values, with dedupd's connect_timeout and name filled in. */
 #ifndef DEDUPD_PG_CONNINFO_H
 #define DEDUPD_PG_CONNINFO_H
 
@@ -19,9 +19,10 @@ struct conninfo_params {
  * alike, so a password is never taken apart by hand) and set
  * connect_timeout: the conninfo's own, else PGCONNECT_TIMEOUT's, else
  * default_s; and, when cap_ms > 0, at most cap_ms rounded up to seconds (a
- * deadline wins over a longer or infinite timeout). Every other parameter is
- * passed as written. -1 with libpq's reason in err, every part of the
- * conninfo it quotes hidden (it may be a piece of the password).
+ * deadline wins over a longer or infinite timeout); fallback_application_name
+ * dedupd unless it has one. Every other parameter is passed as written.
+ * -1 with libpq's reason in err, every part of the conninfo it quotes
+ * hidden (it may be a piece of the password).
  */
 int conninfo_params_init(struct conninfo_params *p, const char *conninfo, int default_s, int64_t cap_ms, char *err,
                          size_t errsz) __attribute__((warn_unused_result));

@@ -1,4 +1,4 @@
-/* session: what dedupd's connection must be for its own statements — set at connect, set again after every handler, with the check that the batch's transaction is still dedupd's. */
+/* session: what dedupd's connection must be for its own statements — set in each of its transactions, set again after every handler, with the check that the batch's transaction is still dedupd's. */
 #ifndef DEDUPD_PG_SESSION_H
 #define DEDUPD_PG_SESSION_H
 
@@ -16,10 +16,20 @@
  * the login's) and dedupd's few settings made again: a handler's session
  * state lasts one batch at most (SET LOCAL, or the role's and database's
  * defaults, or the conninfo's options, are the ways to keep settings).
+ * dedupd's own settings are LOCAL to each of its transactions, so none lives
+ * in the server session: behind a pooler in transaction mode (PgBouncer's
+ * pool_mode = transaction) each transaction may run in another one.
  */
 
-/** dedupd's settings on a new connection (idle_ms: idle_in_transaction_session_timeout). */
-enum store_rc session_setup(PGconn *conn, int idle_ms, char *err, size_t errsz) __attribute__((warn_unused_result));
+/** A new connection: *pooled 1 when a pooler stands between dedupd and the
+ *  server (the server's pid is not the one libpq was given). */
+enum store_rc session_setup(PGconn *conn, int *pooled, char *err, size_t errsz) __attribute__((warn_unused_result));
+
+/** Open a transaction with begin (BEGIN, BEGIN READ WRITE) and dedupd's
+ *  settings in it, LOCAL (idle_ms: idle_in_transaction_session_timeout); when
+ *  first is given, it runs before, in a transaction of its own. One round trip. */
+enum store_rc session_begin(PGconn *conn, const char *first, const char *begin, int idle_ms, char *err,
+                            size_t errsz) __attribute__((warn_unused_result));
 
 /** first, a sync point, then then: two statements in one round trip, each
  *  its own transaction unless first opens one (the first failure is rc). */

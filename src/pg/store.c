@@ -19,7 +19,8 @@ struct store {
         int idle_tx_timeout_ms; /* idle_in_transaction_session_timeout; 0: 60 s */
         int64_t deadline_ms;    /* connection attempts end by then; 0: none */
         char target[160];       /* "host:port/db" for logs: never the conninfo (secrets) */
-        int batch;              /* a batch's transaction (store_begin_batch) is open or was last */
+        int batch;              /* a batch's transaction set the read-only default (store_begin_batch) */
+        int pooled;             /* a pooler between: each transaction may run in another server session */
         char failure[320];      /* the last failed statement: SQLSTATE and primary message, no detail */
 };
 
@@ -39,12 +40,17 @@ const char *store_last_failure(const struct store *s) { return s->failure; }
 
 
 
-/* Server notices and warnings go through the logger, on one line. */
-static void notice(void *arg, const char *message)
+/* Server warnings go through the logger, on one line; notices ("already
+ * exists, skipping") do not. Decided here rather than by client_min_messages:
+ * a session setting would not survive a pooler's change of server session. */
+static void notice(void *arg, const PGresult *r)
 {
+        const char *severity = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
         char buf[1024];
         (void)arg;
-        snprintf(buf, sizeof(buf), "%s", message);
+        if (severity && strcmp(severity, "WARNING"))
+                return;
+        snprintf(buf, sizeof(buf), "%s", PQresultErrorMessage(r));
         store_one_line(buf);
         log_warn("postgres", "%s", buf);
 }
@@ -116,10 +122,12 @@ enum store_rc store_connect(struct store *s, char *err, size_t errsz)
                 s->conn = NULL;
                 return STORE_CONN;
         }
-        PQsetNoticeProcessor(s->conn, notice, NULL);
-        /* Without its idle-transaction bound a stopped zombie would block its
-         * successor without limit: a session that cannot be set up is refused. */
-        enum store_rc rc = session_setup(s->conn, s->idle_tx_timeout_ms, err, errsz);
+        PQsetNoticeReceiver(s->conn, notice, NULL);
+        enum store_rc rc = session_setup(s->conn, &s->pooled, err, errsz);
+        if (rc == STORE_OK && s->pooled)
+                log_info("store", "%s is behind a connection pooler: no read-only default between batches, "
+                                  "instance liveness by its lease (README: Behind PgBouncer)",
+                         s->target);
         if (rc != STORE_OK) {
                 PQfinish(s->conn);
                 s->conn = NULL;
@@ -180,9 +188,17 @@ enum store_rc store_exec(struct store *s, const char *sql, char *err, size_t err
         return rc;
 }
 
+int store_pooled(const struct store *s) { return s->pooled; }
+
+/* Without its idle-transaction bound a stopped zombie would block its
+ * successor without limit: every transaction of dedupd's sets it. */
 enum store_rc store_begin(struct store *s, char *err, size_t errsz)
 {
-        return store_exec(s, "BEGIN", err, errsz);
+        if (!s->conn) {
+                snprintf(err, errsz, "not connected");
+                return STORE_CONN;
+        }
+        return session_begin(s->conn, NULL, "BEGIN", s->idle_tx_timeout_ms, err, errsz);
 }
 
 /*
@@ -191,7 +207,11 @@ enum store_rc store_begin(struct store *s, char *err, size_t errsz)
  * (ROLLBACK) and went on writing, in autocommit or in a BEGIN of its own,
  * writes nothing; dedupd's own is BEGIN READ WRITE. The default is set in a
  * transaction of its own (a ROLLBACK must not take it back) and reset after
- * COMMIT or ROLLBACK, each in the same round trip.
+ * COMMIT or ROLLBACK, each in the same round trip. Behind a pooler the
+ * session is not dedupd's to set: the next transaction may run in another
+ * one, and the default would stay with another client. There a handler that
+ * ends the transaction is still caught (pg/session.h) and its message failed,
+ * but what it wrote after is not stopped.
  */
 #define BATCH_DEFAULT_ON "SET default_transaction_read_only = on"
 #define BATCH_DEFAULT_OFF "RESET default_transaction_read_only"
@@ -202,8 +222,9 @@ enum store_rc store_begin_batch(struct store *s, char *err, size_t errsz)
                 snprintf(err, errsz, "not connected");
                 return STORE_CONN;
         }
-        s->batch = 1;
-        return session_pair(s->conn, BATCH_DEFAULT_ON, "BEGIN READ WRITE", err, errsz);
+        s->batch = !s->pooled;
+        return session_begin(s->conn, s->batch ? BATCH_DEFAULT_ON : NULL, "BEGIN READ WRITE", s->idle_tx_timeout_ms,
+                             err, errsz);
 }
 
 enum store_rc store_commit(struct store *s, char *err, size_t errsz)

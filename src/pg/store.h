@@ -54,10 +54,14 @@ enum store_rc store_query(struct store *s, const char *sql, int nparams, const c
 enum store_rc store_query_binary(struct store *s, const char *sql, int nparams, const char *const *params,
                                  const int *lengths, const int *formats, PGresult **out, char *err,
                                  size_t errsz) __attribute__((warn_unused_result));
+/** BEGIN, with dedupd's settings LOCAL to the transaction (pg/session.h). */
 enum store_rc store_begin(struct store *s, char *err, size_t errsz) __attribute__((warn_unused_result));
+/** 1 when a connection pooler stands between dedupd and the server (seen at
+ *  connect): no server session is dedupd's beyond one transaction. */
+int store_pooled(const struct store *s);
 /** BEGIN of a batch's transaction, the one a handler shares: until its
  *  COMMIT or ROLLBACK, any other transaction on the session is read-only
- *  (a handler that ended dedupd's cannot write outside it). */
+ *  (a handler that ended dedupd's cannot write outside it) — unless pooled. */
 enum store_rc store_begin_batch(struct store *s, char *err, size_t errsz) __attribute__((warn_unused_result));
 enum store_rc store_commit(struct store *s, char *err, size_t errsz) __attribute__((warn_unused_result));
 void store_rollback(struct store *s);

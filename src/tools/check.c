@@ -117,6 +117,31 @@ static void check_replication(struct check_ctx *ck, struct store *s)
                 REPLICATION_ADVICE);
 }
 
+/* Behind a pooler: said, and a pooler that cannot hold a transaction
+ * (PgBouncer's pool_mode = statement) refused — every batch is one. */
+static enum check_rc check_pooler(struct check_ctx *ck, struct store *s)
+{
+        char err[1024];
+        enum store_rc rc = store_begin(s, err, sizeof(err));
+        if (rc == STORE_OK)
+                rc = store_exec(s, "SELECT 1", err, sizeof(err));
+        if (rc == STORE_OK)
+                rc = store_commit(s, err, sizeof(err));
+        if (rc != STORE_OK) {
+                fprintf(ck->o->err,
+                        "%s: database %s: a transaction of two statements fails through the connection pooler (%s): "
+                        "dedupd runs each batch as one transaction and needs session or transaction pooling "
+                        "(PgBouncer: pool_mode = session or transaction, not statement)\n",
+                        ck->cfg->path, store_target(s), err);
+                return CHECK_INVALID;
+        }
+        fprintf(ck->o->out,
+                "database %s: behind a connection pooler: nothing of dedupd's outlives a transaction; a handler "
+                "must keep its state to its transactions too (no named prepared statements, SET LOCAL)\n",
+                store_target(s));
+        return CHECK_OK;
+}
+
 /* Whether the database answers, as dedupd will reach it (connect_timeout and all). */
 static enum check_rc check_database(struct check_ctx *ck)
 {
@@ -128,8 +153,9 @@ static enum check_rc check_database(struct check_ctx *ck)
         }
         fprintf(ck->o->out, "database %s: connected\n", store_target(s));
         check_replication(ck, s);
+        enum check_rc rc = store_pooled(s) ? check_pooler(ck, s) : CHECK_OK;
         store_free(s);
-        return CHECK_OK;
+        return rc;
 }
 
 /* source: nats — the server answers and holds the stream. */
@@ -181,8 +207,10 @@ enum check_rc check_run(const struct config *cfg, const struct check_opts *o)
         if (!o->offline) {
                 enum check_rc b = check_broker(&ck);
                 bad |= b == CHECK_INVALID;
+                enum check_rc d = check_database(&ck);
+                bad |= d == CHECK_INVALID;
                 /* Unreachable: exit 2, as every dedupctl command, whatever else was found. */
-                if (check_database(&ck) != CHECK_OK || b == CHECK_UNREACHABLE)
+                if (d == CHECK_UNREACHABLE || b == CHECK_UNREACHABLE)
                         return CHECK_UNREACHABLE;
         }
         if (bad)
