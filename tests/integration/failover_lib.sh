@@ -35,15 +35,7 @@ workload "$WORK/w.txt" "$WORK/keys.txt" 3000 2000
 split -n l/3 -d "$WORK/w.txt" "$WORK/part."
 
 # fo_wait_progress WANT [SECONDS]: until the read-write database has progressed to WANT
-fo_wait_progress() {
-        local want=$1 secs=${2:-60} got=0
-        for ((i = 0; i < secs * 10; i++)); do
-                got=$(progressed "$FO_TOPIC")
-                [[ $got == "$want" ]] && return 0
-                sleep 0.1
-        done
-        fail "timed out: the database progressed $got of $want"
-}
+fo_wait_progress() { wait_progressed "$FO_TOPIC" "$1" "${2:-60}"; }
 
 # The replica receives no more WAL from here on (its receiver stopped).
 fo_replica_falls_behind() {

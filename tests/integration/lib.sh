@@ -177,10 +177,9 @@ produced() { "$KT" offsets -t "$1" | awk '$1=="total"{print $2}'; }
 # progressed TOPIC: sum of the database's next offsets (all partitions start at 0)
 progressed() { sql "SELECT coalesce(sum(next_offset),0) FROM dedupd.offsets WHERE topic = '$1'" 2>/dev/null || echo 0; }
 
-# wait_done TOPIC [SECONDS]: until the database has progressed over every record
-wait_done() {
-        local t=$1 secs=${2:-120} want got
-        want=$(produced "$t")
+# wait_progressed TOPIC WANT [SECONDS]: until the database has progressed over WANT records of TOPIC
+wait_progressed() {
+        local t=$1 want=$2 secs=${3:-120} got=0
         for ((i = 0; i < secs * 10; i++)); do
                 got=$(progressed "$t")
                 [[ $got == "$want" ]] && return 0
@@ -188,6 +187,9 @@ wait_done() {
         done
         fail "timed out: database progressed $got of $want records of $t"
 }
+
+# wait_done TOPIC [SECONDS]: until the database has progressed over every record
+wait_done() { wait_progressed "$1" "$(produced "$1")" "${2:-120}"; }
 
 # drain NAME CONFIG DSN TOPIC: run dedupd until the database behind DSN (a
 # test's second or third database) has progressed over every record, then stop it
@@ -256,4 +258,24 @@ metrics_addr() {
                 sleep 0.1
         done
         fail "dedupd $1 did not say where it serves /metrics"
+}
+
+# The SQL handler's statement that has the transfer handler's effect (debit, ledger row, "OK: debited N").
+SQL_TRANSFER_STATEMENT='WITH d AS (UPDATE account SET balance = balance - {json:amount}::bigint
+                  WHERE user_id = {json:user_id}::bigint AND balance >= {json:amount}::bigint
+                  RETURNING user_id)
+        INSERT INTO transfer_ledger (idem_key, user_id, amount)
+        SELECT {idem_key}, user_id, {json:amount}::bigint FROM d
+        RETURNING '"'"'OK: debited '"'"' || amount'
+
+# as_sql_handler STATEMENT [PER_MESSAGE]: the config on stdin with each topic's handler the SQL
+# handler running STATEMENT (rejecting "insufficient balance"), on stdout
+as_sql_handler() {
+        awk -v so="$BUILD/sql.so" -v pm="${2:-}" -v st="$1" '
+                /^    handler:/ { print; print "      path: \"" so "\""; if (pm != "") print "      per_message: " pm;
+                        print "      config:"; print "        reject: insufficient balance";
+                        print "        statement: |"; n = split(st, l, "\n");
+                        for (i = 1; i <= n; i++) print "          " l[i]; skip = 1; next }
+                skip && /^    [a-z]/ { skip = 0 }
+                !skip { print }'
 }

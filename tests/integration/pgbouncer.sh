@@ -31,22 +31,11 @@ sed 's/"o-/"s-/' "$WORK/a.keyed" >"$WORK/b.keyed"
 "$KT" produce -t "$TA" <"$WORK/a.keyed"
 "$KT" produce -t "$TB" <"$WORK/b.keyed"
 
-STATEMENT='WITH d AS (UPDATE account SET balance = balance - {json:amount}::bigint
-                  WHERE user_id = {json:user_id}::bigint AND balance >= {json:amount}::bigint
-                  RETURNING user_id)
-        INSERT INTO transfer_ledger (idem_key, user_id, amount)
-        SELECT {idem_key}, user_id, {json:amount}::bigint FROM d
-        RETURNING '"'"'OK: debited '"'"' || amount'
 write_config "$WORK/setup.yaml" "$TA"
 sed -i "s#conninfo: \".*\"#conninfo: \"$POOLED_DSN\"#" "$WORK/setup.yaml"
 {
         cat "$WORK/setup.yaml"
-        transfer_topic "$TB" | awk -v so="$BUILD/sql.so" -v st="$STATEMENT" '
-                /^    handler:/ { print; print "      path: \"" so "\""; print "      config:";
-                        print "        reject: insufficient balance"; print "        statement: |";
-                        n = split(st, l, "\n"); for (i = 1; i <= n; i++) print "          " l[i]; skip = 1; next }
-                skip && /^    [a-z]/ { skip = 0 }
-                !skip { print }'
+        transfer_topic "$TB" | as_sql_handler "$SQL_TRANSFER_STATEMENT"
 } >"$WORK/c.yaml"
 # The tables the SQL handler's statement needs, made by the transfer handler's setup, through the pooler.
 "$DEDUPCTL" migrate -c "$WORK/setup.yaml" >"$WORK/migrate.log" 2>&1 || fail "dedupctl migrate through PgBouncer: $(tail -3 "$WORK/migrate.log")"

@@ -18,12 +18,7 @@ newdb() { # NAME → DSN
         echo "${PG_DSN/dbname=dedupd/dbname=${DB}_$1}"
 }
 
-STATEMENT='WITH d AS (UPDATE account SET balance = balance - {json:amount}::bigint
-                  WHERE user_id = {json:user_id}::bigint AND balance >= {json:amount}::bigint
-                  RETURNING user_id)
-        INSERT INTO transfer_ledger (idem_key, user_id, amount)
-        SELECT {idem_key}, user_id, {json:amount}::bigint FROM d
-        RETURNING '"'"'OK: debited '"'"' || amount'
+STATEMENT=$SQL_TRANSFER_STATEMENT
 
 # conf FILE DSN TOPIC HANDLER(transfer|sql|sql_permsg) [STATEMENT]
 conf() {
@@ -32,13 +27,8 @@ conf() {
         sed -i "s#conninfo: \".*\"#conninfo: \"$dsn\"#; s#group.id: \"grp-$ID\"#group.id: \"grp-$ID-$handler\"#" "$file"
         sed -i 's/^      backoff_max_ms: 500/      backoff_max_ms: 100\n      max_attempts: 3/' "$file"
         [[ $handler == transfer ]] && return 0
-        awk -v so="$BUILD/sql.so" -v pm="$([[ $handler == sql_permsg ]] && echo true || echo false)" -v st="$stmt" '
-                /^    handler:/ { print; print "      path: \"" so "\""; print "      per_message: " pm;
-                        print "      config:"; print "        reject: insufficient balance";
-                        print "        statement: |"; n = split(st, l, "\n");
-                        for (i = 1; i <= n; i++) print "          " l[i]; skip = 1; next }
-                skip && /^    [a-z]/ { skip = 0 }
-                !skip { print }' "$file" >"$file.new" && mv "$file.new" "$file"
+        as_sql_handler "$stmt" "$([[ $handler == sql_permsg ]] && echo true || echo false)" <"$file" >"$file.new" &&
+                mv "$file.new" "$file"
 }
 
 # ---- 1. equal to the transfer handler, pipelined and one at a time ----------
