@@ -181,8 +181,11 @@ $extra
 EOF
 }
 
-# start NAME CONFIG: run dedupd in the background, log to $WORK/NAME.log
+# start NAME CONFIG: run dedupd in the background, log to $WORK/NAME.log (there
+# at once: the background job opens it when it runs, and a test that reads the
+# log right away, $(sed ... NAME.log) under set -e, would end on a missing file)
 start() {
+        : >>"$WORK/$1.log"
         "$DEDUPD" -c "$2" >>"$WORK/$1.log" 2>&1 &
         PIDS[$1]=$!
 }
