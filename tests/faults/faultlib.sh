@@ -79,6 +79,7 @@ fl_start() {
         if [[ -n ${3:-} ]]; then
                 DEDUPD_FAULT=$3 start "$1" "$2"
         else
+                : >>"$WORK/$1.log" # (there at once, as lib.sh's start makes it)
                 env -u DEDUPD_FAULT "$DEDUPD" -c "$2" >>"$WORK/$1.log" 2>&1 &
                 PIDS[$1]=$!
         fi

@@ -126,7 +126,9 @@ done
 "$KT" create -t payments -p 1 >/dev/null
 "$KT" create -t payments.dlq -p 1 >/dev/null
 cfg=$CC
-if ! "$DEDUPD" --help-config | grep -q '^ *http\.listen '; then
+# (the whole text first: grep -q would stop reading at its match, and the rest of a
+# long text kill its writer with SIGPIPE, which pipefail makes the pipe's status)
+if ! grep -q '^ *http\.listen ' <<<"$("$DEDUPD" --help-config)"; then
         log "note: this build has no http.listen yet; checking config/compose.yaml without its http block"
         sed '/^http:$/,/^$/d' "$CC" >"$WORK/compose-nohttp.yaml"
         cfg=$WORK/compose-nohttp.yaml

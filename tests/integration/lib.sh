@@ -26,6 +26,38 @@ FAILED=0
 
 log() { printf '[%s] %s\n' "$TEST" "$*"; }
 
+# hold_lock NAME shared|exclusive: hold .run/locks/NAME until this test's shell
+# has exited (its cleanup included). The servers are shared by every test that
+# runs at once (ctest -j, and scripts/test runs its suites side by side), so
+# each test holds "servers" shared, and one that stops, restarts or
+# reconfigures a server for everyone holds it exclusive: it runs alone
+# (DEDUPD_TEST_EXCLUSIVE=1, which IT_EXCLUSIVE in tests/integration/CMakeLists.txt
+# and EXCLUSIVE_CASES in tests/faults/run set). A test that changes one fixed
+# object (a role pg_hba names) holds that object's own lock exclusive. An
+# exclusive waiter holds NAME.gate, so those that come after it wait behind it
+# instead of starving it. The locks are held by a helper process that lives as
+# long as the test's shell, so no child of the test (a dedupd it leaked) keeps them.
+hold_lock() {
+        local name=$1 mode=-s dir=$ROOT/.run/locks ok="" t0=$SECONDS
+        [[ $2 == exclusive ]] && mode=-x
+        mkdir -p "$dir"
+        read -r ok < <(
+                exec 8>>"$dir/$name.gate" 9>>"$dir/$name" </dev/null
+                flock -x 8 && flock "$mode" 9 || exit 1
+                [[ $mode == -x ]] || flock -u 8
+                echo locked
+                exec >/dev/null 2>&1
+                exec tail --pid=$$ -s 0.2 -f /dev/null # ($$: the test's shell)
+        ) || true
+        [[ $ok == locked ]] || { echo "FAIL: cannot lock $dir/$name" >&2; exit 1; }
+        ((SECONDS - t0 < 2)) || log "waited $((SECONDS - t0)) s for the $2 lock on $name"
+}
+# (a script a test runs that sources this file again holds what the test holds)
+if [[ -z ${DEDUPD_LOCKS_HELD:-} ]]; then
+        export DEDUPD_LOCKS_HELD=$$
+        if [[ ${DEDUPD_TEST_EXCLUSIVE:-0} == 1 ]]; then hold_lock servers exclusive; else hold_lock servers shared; fi
+fi
+
 sql() { psql "$TEST_DSN" -X -q -t -A -v ON_ERROR_STOP=1 -c "$1"; }
 
 EXIT_HOOKS=()
@@ -149,8 +181,11 @@ $extra
 EOF
 }
 
-# start NAME CONFIG: run dedupd in the background, log to $WORK/NAME.log
+# start NAME CONFIG: run dedupd in the background, log to $WORK/NAME.log (there
+# at once: the background job opens it when it runs, and a test that reads the
+# log right away, $(sed ... NAME.log) under set -e, would end on a missing file)
 start() {
+        : >>"$WORK/$1.log"
         "$DEDUPD" -c "$2" >>"$WORK/$1.log" 2>&1 &
         PIDS[$1]=$!
 }
@@ -174,18 +209,35 @@ crash() {
 # produced TOPIC: number of records in the topic
 produced() { "$KT" offsets -t "$1" | awk '$1=="total"{print $2}'; }
 
-# progressed TOPIC: sum of the database's next offsets (all partitions start at 0)
-progressed() { sql "SELECT coalesce(sum(next_offset),0) FROM dedupd.offsets WHERE topic = '$1'" 2>/dev/null || echo 0; }
+# progressed TOPIC [DSN]: sum of the database's (the test's, or DSN's) next offsets (all partitions start at 0)
+progressed() {
+        psql "${2:-$TEST_DSN}" -X -q -t -A -c "SELECT coalesce(sum(next_offset),0) FROM dedupd.offsets WHERE topic = '$1'" 2>/dev/null || echo 0
+}
+
+# poll SECONDS CMD...: until CMD succeeds (0), or SECONDS have passed (1). It
+# looks at once, then after 50 ms, the pause growing to half a second: a long
+# wait costs two looks a second, not ten (each look a psql or a rabbitmqctl, a
+# process and a connection, which the other tests running beside it feel).
+poll() {
+        local end=$((SECONDS + $1)) ms=50
+        shift
+        until "$@"; do
+                ((SECONDS < end)) || return 1
+                sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
+                ((ms = ms * 3 / 2, ms > 500)) && ms=500
+        done
+        return 0
+}
+
+# is_progressed TOPIC WANT [DSN]: the database (the test's, or DSN's) has progressed over WANT records; GOT is how far
+is_progressed() {
+        GOT=$(progressed "$1" "${3:-}")
+        [[ $GOT == "$2" ]]
+}
 
 # wait_progressed TOPIC WANT [SECONDS]: until the database has progressed over WANT records of TOPIC
 wait_progressed() {
-        local t=$1 want=$2 secs=${3:-120} got=0
-        for ((i = 0; i < secs * 10; i++)); do
-                got=$(progressed "$t")
-                [[ $got == "$want" ]] && return 0
-                sleep 0.1
-        done
-        fail "timed out: database progressed $got of $want records of $t"
+        poll "${3:-120}" is_progressed "$1" "$2" || fail "timed out: database progressed $GOT of $2 records of $1"
 }
 
 # wait_done TOPIC [SECONDS]: until the database has progressed over every record
@@ -194,16 +246,12 @@ wait_done() { wait_progressed "$1" "$(produced "$1")" "${2:-120}"; }
 # drain NAME CONFIG DSN TOPIC: run dedupd until the database behind DSN (a
 # test's second or third database) has progressed over every record, then stop it
 drain() {
-        local want got
+        local want rc=0
         start "$1" "$2"
         want=$(produced "$4")
-        for ((i = 0; i < 600; i++)); do
-                got=$(psql "$3" -X -t -A -c "SELECT coalesce(sum(next_offset),0) FROM dedupd.offsets WHERE topic = '$4'" 2>/dev/null || echo 0)
-                [[ $got == "$want" ]] && break
-                sleep 0.1
-        done
+        poll 60 is_progressed "$4" "$want" "$3" || rc=$?
         stop "$1"
-        [[ $got == "$want" ]] || fail "$1: progressed $got of $want"
+        ((rc == 0)) || fail "$1: progressed $GOT of $want"
 }
 
 # dump_transfer DSN PREFIX: balances, ledger and stored outcomes, sorted, into
@@ -212,6 +260,19 @@ dump_transfer() {
         psql "$1" -X -q -t -A -c "SELECT user_id, balance FROM account ORDER BY 1" >"$2.accounts"
         psql "$1" -X -q -t -A -c "SELECT idem_key, user_id, amount FROM transfer_ledger ORDER BY idem_key" >"$2.ledger"
         psql "$1" -X -q -t -A -c "SELECT idem_key, status, response FROM dedupd.keys ORDER BY idem_key" >"$2.keys"
+}
+
+# wait_assigned NAME TOPIC: until dedupd NAME's log shows an assignment of TOPIC (30 s at most)
+wait_assigned() {
+        for ((i = 0; i < 300; i++)); do grep -q "assigned $2/" "$WORK/$1.log" 2>/dev/null && return 0; sleep 0.1; done
+        fail "$1 never got partitions of $2"
+}
+
+# verify_caught_up CONFIG: dedupctl verify --expect-caught-up exits 0
+verify_caught_up() {
+        "$DEDUPCTL" verify -c "$1" --expect-caught-up >"$WORK/verify.out" 2>&1 ||
+                { cat "$WORK/verify.out"; fail "dedupctl verify --expect-caught-up exited non-zero"; }
+        log "ok: dedupctl verify --expect-caught-up: $(tail -n 1 "$WORK/verify.out")"
 }
 
 # kafka_lag TOPIC: lag of the test's group as Kafka sees it

@@ -42,17 +42,17 @@ last_seq() { "$NT" lastseq "$STREAM" "$SUBJ"; }
 # last message and the consumer holds nothing unacknowledged (a delivery lost
 # in a reconnect comes back after ack_wait, below that position)
 nats_done() {
-        local secs=${1:-120} want got inflight=?
+        local want
+        INFLIGHT=?
         want=$(($(last_seq) + 1))
-        for ((i = 0; i < secs * 10; i++)); do
-                got=$(progressed "$SUBJ")
-                if [[ $got == "$want" ]]; then
-                        inflight=$(consumer_field ack_pending)
-                        [[ $inflight == 0 && $(consumer_field pending) == 0 ]] && return 0
-                fi
-                sleep 0.1
-        done
-        fail "timed out: the database is at $got, the subject's next sequence is $want, $inflight unacknowledged"
+        poll "${1:-120}" nats_settled "$want" ||
+                fail "timed out: the database is at $GOT, the subject's next sequence is $want, $INFLIGHT unacknowledged"
+}
+# nats_settled WANT: the database's position is WANT and the consumer holds nothing (INFLIGHT: its ack_pending)
+nats_settled() {
+        is_progressed "$SUBJ" "$1" || return 1
+        INFLIGHT=$(consumer_field ack_pending)
+        [[ $INFLIGHT == 0 && $(consumer_field pending) == 0 ]]
 }
 
 # consumer_field NAME: ack_floor, delivered, pending, ack_pending or waiting of dedupd's consumer

@@ -22,18 +22,30 @@ rmq_publish() {
         amqp-publish --url="$RABBITMQ_URL" -r "$q" -p -l "$@"
 }
 
+# rmq_close_connections NAMESPACE: the broker closes the connections the
+# dedupd instances of NAMESPACE hold (each names its connection "dedupd
+# NAMESPACE"), and no other test's; CLOSED is how many it closed
+rmq_close_connections() {
+        local pid
+        CLOSED=0
+        while read -r pid; do
+                rmqctl close_connection "$pid" "test: closed by the broker" >/dev/null
+                CLOSED=$((CLOSED + 1))
+        done < <(rmqctl list_connections --no-table-headers pid client_properties |
+                awk -F'\t' -v c="{\"connection_name\",\"dedupd $1\"}" 'index($2, c) {print $1}')
+}
+
 # rmq_messages QUEUE: ready plus unacknowledged messages in the queue
 rmq_messages() { rmqctl list_queues name messages | awk -v q="$1" '$1==q{print $2}'; }
 
 # rmq_wait_empty QUEUE [SECONDS]: until every message of the queue is acknowledged
 rmq_wait_empty() {
-        local q=$1 secs=${2:-120} n
-        for ((i = 0; i < secs * 4; i++)); do
-                n=$(rmq_messages "$q")
-                [[ $n == 0 ]] && return 0
-                sleep 0.25
-        done
-        fail "timed out: queue $q still holds $n message(s)"
+        poll "${2:-120}" rmq_empty "$1" || fail "timed out: queue $1 still holds $HELD message(s)"
+}
+# rmq_empty QUEUE: nothing ready or unacknowledged in it (HELD: how many are)
+rmq_empty() {
+        HELD=$(rmq_messages "$1")
+        [[ $HELD == 0 ]]
 }
 
 # rmq_get QUEUE: one message's body (amqp-get), "" when the queue is empty

@@ -110,7 +110,7 @@ check_as_installed "$DOC/dedupd.example.yaml" "the example config"
 check_as_installed "$DOC/dedupd.minimal.yaml" "the minimal config"
 # Once this build knows http.listen (the metrics and health endpoints), the
 # example's commented-out block must pass too.
-if "$P/bin/dedupd" --help-config | grep -q '^ *http\.listen '; then
+if grep -q '^ *http\.listen ' <<<"$("$P/bin/dedupd" --help-config)"; then # (not a pipe: see container.sh)
         sed -e 's/^#http:$/http:/' -e 's/^#  listen: /  listen: /' "$DOC/dedupd.example.yaml" >"$WORK/example-http.yaml"
         grep -q '^  listen: ' "$WORK/example-http.yaml" || fail "the example has no http.listen to uncomment"
         check_as_installed "$WORK/example-http.yaml" "the example config with http.listen"

@@ -13,6 +13,8 @@
 
 [[ -n ${KAFKA_SASL_SSL_BOOTSTRAP:-} && -n ${PG_PASSWORD_ROLE:-} ]] ||
         fail "the test servers have no TLS/SASL: run scripts/services down, then scripts/services up"
+# The role is the one pg_hba names: one test at a time makes and drops it (the ASan run's too).
+hold_lock pg_password_role exclusive
 PG_SECRET="pg-Secret-$$-$RANDOM"
 WRONG_PG="pg-Wrong-$$-$RANDOM"
 WRONG_KAFKA="kafka-Wrong-$$-$RANDOM"
