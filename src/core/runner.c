@@ -311,6 +311,10 @@ static void positions_lost(struct runner *r, const char *why)
                                            "lost of the last commits is not consumed again (README: Database failover)",
                                  why);
                 r->rewind_warned = 1;
+                /* It goes on from where it is: what this process committed
+                 * no longer says where the database must be. */
+                for (size_t i = 0; i < r->part_cnt; i++)
+                        pipeline_forget(r->pl, r->parts[i].topic_idx, r->parts[i].partition);
                 return;
         }
         struct pl_part parts[r->part_cnt];
