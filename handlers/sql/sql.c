@@ -34,9 +34,10 @@
  *
  * Nothing is prepared by name: behind a pooler in transaction mode (PgBouncer)
  * the next transaction may run in another server session, where a named
- * statement does not exist. Each stretch of the pipeline parses the statement
- * once, unnamed, and binds it per message — as cheap as a named one, and valid
- * for exactly as long as the stretch needs it.
+ * statement does not exist. A batch parses the statement once, unnamed, in
+ * its first stretch, and every stretch binds it per message: the batch runs
+ * in one transaction, so in one server session, and nothing else parses on
+ * the connection while the handler has it.
  */
 
 #define DEFAULT_REJECT "rejected: the statement returned no row"
@@ -198,7 +199,7 @@ static dedupd_result_t sql_handle(void *state, struct dedupd_ctx *ctx, const str
 
 /* ---- a batch, pipelined ------------------------------------------------------- */
 
-/* The stretch's parse, unnamed: 0 when it prepared (its results read), -1 not. */
+/* The batch's parse, unnamed: 0 when it prepared (its results read), -1 not. */
 static int read_prepared(struct sql *s, struct dedupd_ctx *ctx, PGconn *conn)
 {
         PGresult *r = PQgetResult(conn);
@@ -212,16 +213,17 @@ static int read_prepared(struct sql *s, struct dedupd_ctx *ctx, PGconn *conn)
         return ok ? 0 : -1;
 }
 
-/* One stretch of the batch: parsed once, sent without waiting, then its
- * results in order. Returns the index of the message whose statement failed
- * (the first when the statement did not parse), or cnt. */
+/* One stretch of the batch (the first one parses the statement): sent
+ * without waiting, then its results in order. Returns the index of the
+ * message whose statement failed (the first when the statement did not
+ * parse), or cnt. */
 static size_t run_stretch(struct sql *s, PGconn *conn, struct dedupd_ctx *const *ctxs,
-                          const struct dedupd_msg *const *msgs, size_t cnt, dedupd_result_t *results)
+                          const struct dedupd_msg *const *msgs, size_t cnt, dedupd_result_t *results, int parse)
 {
         char *values[SQL_STATEMENT_MAX_PARAMS];
         int sent[cnt];
         size_t failed = cnt;
-        if (!PQsendPrepare(conn, "", s->st->sql, (int)s->st->nparams, NULL)) {
+        if (parse && !PQsendPrepare(conn, "", s->st->sql, (int)s->st->nparams, NULL)) {
                 s->host->log(ctxs[0], DEDUPD_LOG_WARN, "sending the statement: %s", PQerrorMessage(conn));
                 return 0;
         }
@@ -240,7 +242,7 @@ static size_t run_stretch(struct sql *s, PGconn *conn, struct dedupd_ctx *const 
         }
         if (!PQpipelineSync(conn))
                 return 0;
-        if (read_prepared(s, ctxs[0], conn))
+        if (parse && read_prepared(s, ctxs[0], conn))
                 failed = 0;
         for (size_t i = 0; i < cnt; i++) {
                 if (!sent[i])
@@ -268,7 +270,7 @@ static dedupd_result_t sql_handle_batch(void *state, struct dedupd_ctx *const *c
                 return DEDUPD_RETRY;
         for (size_t at = 0; at < cnt && failed == cnt; at += (size_t)s->depth) {
                 size_t n = cnt - at < (size_t)s->depth ? cnt - at : (size_t)s->depth;
-                size_t f = run_stretch(s, conn, ctxs + at, msgs + at, n, results + at);
+                size_t f = run_stretch(s, conn, ctxs + at, msgs + at, n, results + at, at == 0);
                 if (f < n)
                         failed = at + f;
         }
