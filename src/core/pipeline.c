@@ -10,6 +10,7 @@
 
 #include "base/fault.h"
 #include "base/log.h"
+#include "base/timeline.h"
 #include "core/guard.h"
 #include "core/split.h"
 #include "ops/metrics.h"
@@ -94,6 +95,7 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
         struct pl_topic *pt = &pl->topics[topic_idx];
         *taken = guard_batch_start(pt, msgs, split_take(&pl->splits[topic_idx], n));
         fault_point("after_poll");
+        timeline_mark("guard");
         double t0 = seconds_now();
         enum pl_rc rc = pl->modes[topic_idx]->process(pt, msgs, *taken, commits, ncommits, err, errsz);
         rc = split_after(&pl->splits[topic_idx], pt, msgs, *taken, rc, err);

@@ -10,6 +10,7 @@
 
 #include "base/fault.h"
 #include "base/log.h"
+#include "base/timeline.h"
 #include "core/external.h"
 #include "core/instance.h"
 #include "core/relay.h"
@@ -638,11 +639,13 @@ static void run_batch(struct runner *r, size_t t, volatile sig_atomic_t *stop)
         char err[1024];
 
         err[0] = '\0';
+        timeline_begin();
         enum pl_rc rc = pipeline_process(r->pl, t, b->msgs, n, &n, commits, &nc, err, sizeof(err));
         b->again = rc == PL_SPLIT;
         /* What committed is acknowledged: the batch, or what a partial one (external mode) finished. */
         if (nc > 0)
                 r->src->ops->ack(r->src, commits, nc);
+        timeline_mark("ack");
         for (size_t i = 0; i < nc; i++) {
                 struct assigned *a = part_find(r, t, commits[i].partition);
                 if (a)
@@ -657,6 +660,8 @@ static void run_batch(struct runner *r, size_t t, volatile sig_atomic_t *stop)
                 r->src->ops->done(r->src, b->msgs, n);
         fault_point("after_ack");
         batch_done(r, t, n);
+        timeline_mark("release");
+        timeline_end(n);
 }
 
 /* ---- the database, housekeeping ------------------------------------------------ */

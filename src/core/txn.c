@@ -7,6 +7,7 @@
 
 #include "base/mem.h"
 #include "base/log.h"
+#include "base/timeline.h"
 #include "core/batch.h"
 #include "core/invoke.h"
 #include "core/mode.h"
@@ -38,10 +39,11 @@ static enum pl_rc failed(struct txn *x, enum store_rc rc)
 }
 
 /* 1. Keys, and what must be dead-lettered. */
-static void derive_keys(struct txn *x)
+static enum pl_rc derive_keys(struct txn *x)
 {
         for (size_t i = 0; i < x->b.n; i++)
                 step_prepare(x->pt, x->b.items[i].msg);
+        return PL_OK;
 }
 
 /* 2. Dead letters first: their offsets are committed only after the broker
@@ -275,6 +277,24 @@ static size_t committed(struct txn *x, struct pl_commit *commits)
         return nc;
 }
 
+/* 3. The batch's distinct keys, in claim order. */
+static enum pl_rc dedupe(struct txn *x)
+{
+        batch_dedupe(&x->b);
+        return PL_OK;
+}
+
+/* The batch, step by step (each step's time is on the timeline). */
+static const struct txn_step {
+        const char *name;
+        enum pl_rc (*run)(struct txn *x);
+} txn_steps[] = {
+        {"derive", derive_keys},      {"dead_letter", dead_letter_unkeyable}, {"dedupe", dedupe},
+        {"claim", claim},             {"mismatch", handle_mismatches},        {"handler", run_handler},
+        {"outcomes", record_outcomes}, {"replies", send_replies},             {"progress", record_progress},
+        {"commit", commit},
+};
+
 static enum pl_rc txn_process(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n, struct pl_commit *commits,
                               size_t *ncommits, char *err, size_t errsz)
 {
@@ -283,15 +303,14 @@ static enum pl_rc txn_process(struct pl_topic *pt, struct pl_msg *const *msgs, s
 
         *ncommits = 0;
         batch_init(&x.b, pt->t, msgs, n);
-        derive_keys(&x);
-        if ((rc = dead_letter_unkeyable(&x)))
-                goto out;
-        batch_dedupe(&x.b);
-        if ((rc = claim(&x)) || (rc = handle_mismatches(&x)) ||
-            (rc = run_handler(&x)) || (rc = record_outcomes(&x)) || (rc = send_replies(&x)) ||
-            (rc = record_progress(&x)) || (rc = commit(&x)))
-                goto out;
+        for (size_t s = 0; s < sizeof(txn_steps) / sizeof(txn_steps[0]); s++) {
+                rc = txn_steps[s].run(&x);
+                timeline_mark(txn_steps[s].name);
+                if (rc != PL_OK)
+                        goto out;
+        }
         *ncommits = committed(&x, commits);
+        timeline_mark("books");
 out:
         watchdog_disarm(pt->watchdog);
         if (rc != PL_OK)
