@@ -13,6 +13,7 @@
 
 #include "base/mem.h"
 #include "core/runner.h"
+#include "core/sink_lock.h"
 #include "source/kafka/consumer.h"
 #include "base/lint.h"
 #include "source/kafka/producer.h"
@@ -104,6 +105,10 @@ struct daemon {
         struct rmq_publisher *rmq_pub;   /* source: rabbitmq — the sink */
         struct pipeline *pl;
         struct watchdog *wd;
+        int idle_tx_ms;                 /* idle_in_transaction_session_timeout of every connection */
+        struct worker_conn *workers;    /* workers > 1: each worker's connection and watchdog */
+        struct sink sink;               /* what the pipeline and the relay publish through */
+        struct sink_lock sink_lock;     /* workers > 1: the sink, one call at a time */
         struct runner *runner;
         struct source *src;
         struct http *http;
@@ -353,6 +358,7 @@ static int connect_store(struct daemon *d)
                 return 2;
         }
         conninfo_params_free(&p);
+        d->idle_tx_ms = idle_tx_ms;
         d->store = store_new(cfg->pg_conninfo, idle_tx_ms);
         store_set_connect_deadline(d->store, d->deadline_ms);
         while (store_connect(d->store, err, sizeof(err)) != STORE_OK) {
@@ -425,6 +431,44 @@ static struct sink daemon_sink(struct daemon *d)
         return d->nats_pub ? nats_sink(d->nats_pub) : producer_sink(d->producer);
 }
 
+/* workers > 1: one lane each, on a connection and a watchdog of its own (the
+ * daemon's own connection stays the loop's: positions, relay, housekeeping).
+ * A connection that fails now is made again before the worker's first batch. */
+struct worker_conn {
+        struct store *store;
+        struct watchdog *wd;
+};
+
+static int start_workers(struct daemon *d, char *err, size_t errsz)
+{
+        size_t n = (size_t)d->cfg->workers;
+        char why[512];
+        d->workers = xcalloc(n, sizeof(*d->workers));
+        for (size_t i = 0; i < n; i++) {
+                struct worker_conn *w = &d->workers[i];
+                w->store = store_new(d->cfg->pg_conninfo, d->idle_tx_ms);
+                if (store_connect(w->store, why, sizeof(why)) != STORE_OK)
+                        log_warn("dedupd", "worker %zu: database unavailable: %s: %s (it retries before its first batch)",
+                                 i + 1, store_target(w->store), why);
+                if (!(w->wd = watchdog_start(err, errsz)))
+                        return -1;
+                pipeline_add_lane(d->pl, w->store, w->wd);
+        }
+        log_info("dedupd", "%zu partition workers, each on a connection of its own", n);
+        return 0;
+}
+
+static void stop_workers(struct daemon *d)
+{
+        for (size_t i = 0; d->workers && i < (size_t)d->cfg->workers; i++) {
+                watchdog_stop(d->workers[i].wd);
+                store_free(d->workers[i].store);
+        }
+        free(d->workers);
+        if (d->cfg && d->cfg->workers > 1 && d->sink.opaque == &d->sink_lock)
+                sink_lock_destroy(&d->sink_lock);
+}
+
 /* Everything that must hold before the group is joined; the exit code on failure, -1 to go on. */
 static int prepare(struct daemon *d)
 {
@@ -445,15 +489,25 @@ static int prepare(struct daemon *d)
                 log_error("dedupd", "Kafka producer: %s", err);
                 return 1;
         }
-        if (!(d->pl = pipeline_new(d->cfg, d->store, daemon_sink(d), err, sizeof(err)))) {
+        d->sink = d->cfg->workers > 1 ? sink_locked(&d->sink_lock, daemon_sink(d)) : daemon_sink(d);
+        if (!(d->pl = pipeline_new(d->cfg, d->store, d->sink, err, sizeof(err)))) {
                 log_error("dedupd", "%s", err);
+                return 2;
+        }
+        if (d->cfg->workers > 1 && pipeline_concurrent(d->pl, err, sizeof(err))) {
+                log_error("dedupd", "workers: %d: %s", d->cfg->workers, err);
                 return 2;
         }
         if (!(d->wd = watchdog_start(err, sizeof(err)))) {
                 log_error("dedupd", "%s", err);
                 return 1;
         }
-        pipeline_set_watchdog(d->pl, d->wd);
+        if (d->cfg->workers == 1)
+                pipeline_add_lane(d->pl, d->store, d->wd);
+        else if (start_workers(d, err, sizeof(err))) {
+                log_error("dedupd", "%s", err);
+                return 1;
+        }
         return -1;
 }
 
@@ -483,7 +537,10 @@ static void reload_config(void *opaque)
 static int run(struct daemon *d)
 {
         char err[1024];
-        d->runner = runner_new(d->cfg, d->store, d->pl, daemon_sink(d));
+        if (!(d->runner = runner_new(d->cfg, d->store, d->pl, d->sink, err, sizeof(err)))) {
+                log_error("dedupd", "%s", err);
+                return 1;
+        }
         runner_on_reload(d->runner, &reload_requested, reload_config, d);
         if (d->cfg->source == SOURCE_NATS) {
                 if (!(d->src = nats_source_new(d->cfg, &d->nats, runner_events(d->runner), err, sizeof(err)))) {
@@ -517,6 +574,7 @@ static void daemon_free(struct daemon *d)
         runner_free(d->runner);
         watchdog_stop(d->wd);
         pipeline_free(d->pl);
+        stop_workers(d);
         producer_free(d->producer);
         nats_publisher_free(d->nats_pub);
         rmq_publisher_free(d->rmq_pub);

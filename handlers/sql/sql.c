@@ -286,7 +286,8 @@ static dedupd_result_t sql_handle_batch(void *state, struct dedupd_ctx *const *c
 static const struct dedupd_handler sql_handler = {
         DEDUPD_HANDLER_MAGIC,
         .name = "sql",
-        .flags = DEDUPD_HANDLER_F_CLEAN_REJECT, /* one statement: no row, no change */
+        /* one statement: no row, no change; its state is read-only after init */
+        .flags = DEDUPD_HANDLER_F_CLEAN_REJECT | DEDUPD_HANDLER_F_CONCURRENT,
         .init = sql_init,
         .handle = sql_handle,
         .handle_batch = sql_handle_batch,

@@ -417,7 +417,7 @@ static const struct dedupd_handler transfer = {
         DEDUPD_HANDLER_MAGIC,
         .name = "transfer",
         /* It rejects only when its conditional UPDATE changed nothing. */
-        .flags = DEDUPD_HANDLER_F_CLEAN_REJECT,
+        .flags = DEDUPD_HANDLER_F_CLEAN_REJECT | DEDUPD_HANDLER_F_CONCURRENT, /* its state: the host, read-only */
         .init = transfer_init,
         .handle = transfer_handle,
         .handle_batch = transfer_handle_batch,

@@ -142,6 +142,13 @@ enum dedupd_handler_flags {
          *  If the transaction is found aborted anyway, the host falls back
          *  to savepoints for that batch. */
         DEDUPD_HANDLER_F_CLEAN_REJECT = 1u << 0,
+        /** handle() and handle_batch() may run at the same time on several
+         *  threads, each call on its own connection and transaction, with
+         *  the one state init() returned: the handler keeps nothing mutable
+         *  in that state or in globals without its own lock. dedupd runs
+         *  partitions on several workers (`workers` > 1) only when every
+         *  topic's handler declares this. */
+        DEDUPD_HANDLER_F_CONCURRENT = 1u << 1,
 };
 
 /**

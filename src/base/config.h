@@ -99,6 +99,7 @@ struct config {
         int log_level; /* LOG_ERROR .. LOG_DEBUG (base/log.h) */
         int log_format; /* enum log_format (base/log.h) */
         int startup_timeout_ms; /* 0: wait for ever */
+        int workers;            /* partition workers: threads, each its own database connection */
         int shutdown_timeout_ms;
         int db_retry_max_ms;
         int db_probe_interval_ms; /* SELECT 1 on a connection idle this long; 0: never */

@@ -206,6 +206,10 @@ void config_finish_topics(struct config_checks *w)
                 check_fingerprint_fields(w, t);
                 resolve_retention(w, t);
                 compile_key(w, t);
+                if (cfg->workers > 1 && t->mode == MODE_EXTERNAL)
+                        config_errors_add(w->errs, w->file, t->line, t->col,
+                                          "topic '%s': external mode runs on one connection: workers must be 1 "
+                                          "(it is %d)", t->name, cfg->workers);
         }
 }
 
@@ -237,6 +241,10 @@ static void check_rabbitmq(struct config_checks *w)
         if (w->nats_given)
                 config_errors_add(w->errs, w->file, w->nats_line, w->nats_col,
                                   "nats: is used only with source: nats (this config consumes RabbitMQ); remove it");
+        if (cfg->workers > 1)
+                config_errors_add(w->errs, w->file, w->source_line, w->source_col,
+                                  "workers: %d, but RabbitMQ consumes and publishes on one connection, which one "
+                                  "thread must own: workers must be 1", cfg->workers);
 }
 
 static void check_nats(struct config_checks *w)

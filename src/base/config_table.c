@@ -324,6 +324,12 @@ const struct field config_top_fields[] = {
                  "a restart without group.instance.id waits that long for its partitions"},
         {.name = "shutdown_timeout_ms", .type = F_INT, .off = COFF(shutdown_timeout_ms), .def = "10000", .min = 0,
          .max = 600000, .desc = "Longest a clean shutdown may take before dedupd exits anyway"},
+        {.name = "workers", .type = F_INT, .off = COFF(workers), .def = "1", .min = 1, .max = 64,
+         .desc = "Partition workers: each runs its partitions' batches on a thread and a database connection of "
+                 "its own, so the database works on one batch while dedupd reads the next; a partition always runs "
+                 "on the same worker (its order is kept). More than 1 needs transactional mode, Kafka or NATS, and "
+                 "handlers that declare DEDUPD_HANDLER_F_CONCURRENT (transfer and sql do); 2 per core of the "
+                 "database is a good start"},
         {.name = "source", .type = F_ENUM, .off = COFF(source), .def = "kafka", .names = sources,
          .desc = "The broker this daemon consumes (a second broker is a second dedupd)"},
         {.name = "postgres", .type = F_SECTION, .required = 1, .sub = postgres_fields, .desc = "The database"},

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +133,10 @@ void log_write(int level, const char *ctx, const char *fmt, ...)
 
 /* ---- rate limiting ---------------------------------------------------------- */
 
+/* Partition workers share some limiters (a statement's, a ledger's): one
+ * lock for all of them, taken only on these rare paths. */
+static pthread_mutex_t rl_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void report_suppressed(struct log_ratelimit *rl, int64_t now)
 {
         if (!rl->suppressed)
@@ -160,6 +165,7 @@ void log_limited(struct log_ratelimit *rl, int burst, int interval_ms, int level
 
         if (level > log_level_current)
                 return;
+        pthread_mutex_lock(&rl_lock);
         if (!rl->window_start_ms || now - rl->window_start_ms >= interval_ms) {
                 report_suppressed(rl, now);
                 forget_last(rl);
@@ -173,6 +179,7 @@ void log_limited(struct log_ratelimit *rl, int burst, int interval_ms, int level
                 rl->in_window++;
                 emit(level, ctx, msg);
                 free(msg);
+                pthread_mutex_unlock(&rl_lock);
                 return;
         }
         rl->suppressed++;
@@ -180,10 +187,13 @@ void log_limited(struct log_ratelimit *rl, int burst, int interval_ms, int level
         rl->last_level = level;
         rl->last_ctx = ctx ? xstrdup(ctx) : NULL;
         rl->last_msg = msg;
+        pthread_mutex_unlock(&rl_lock);
 }
 
 void log_ratelimit_flush(struct log_ratelimit *rl)
 {
+        pthread_mutex_lock(&rl_lock);
         report_suppressed(rl, log_now_ms());
         forget_last(rl);
+        pthread_mutex_unlock(&rl_lock);
 }

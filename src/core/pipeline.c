@@ -15,41 +15,46 @@
 #include "core/split.h"
 #include "ops/metrics.h"
 
-struct pipeline {
-        const struct config *cfg;
+/* One lane: a connection and what the modes keep per partition and topic.
+ * Its batches run one at a time; two lanes' may run at once, on two threads
+ * (the handlers, loaded once, are shared). */
+struct lane {
         struct store *store;
-        struct sink sink;
-        struct handler *handlers;   /* one per topic */
-        struct pl_topic *topics;    /* one per topic: what its mode works with */
-        const struct mode **modes;  /* one per topic */
-        struct split *splits;       /* one per topic */
-        struct pl_stats stats;
+        struct pl_topic *topics; /* one per topic: what its mode works with */
+        struct split *splits;    /* one per topic */
+        struct pl_stats stats;   /* written by the lane's batches */
+        struct pl_stats settled; /* what pipeline_stats reads (pipeline_settle) */
         struct part_states parts;
-        size_t outbox_pending;      /* rows written to the outbox since the relay last ran */
+        size_t outbox_pending; /* rows written to the outbox since the lane was last settled */
 };
 
-struct pipeline *pipeline_new(const struct config *cfg, struct store *store, struct sink sink, char *err,
+#define MAX_LANES 64
+
+struct pipeline {
+        const struct config *cfg;
+        struct sink sink;
+        struct handler *handlers;  /* one per topic */
+        const struct mode **modes; /* one per topic */
+        struct lane lanes[MAX_LANES];
+        size_t nlanes;
+        struct pl_stats stats;  /* the sum of the lanes' settled stats */
+        size_t outbox_settled;  /* outbox rows of settled batches since the relay last ran */
+};
+
+struct pipeline *pipeline_new(const struct config *cfg, struct store *setup, struct sink sink, char *err,
                               size_t errsz)
 {
         struct pipeline *pl = xcalloc(1, sizeof(*pl));
         size_t n = cfg->topic_cnt ? cfg->topic_cnt : 1;
         pl->handlers = xcalloc(n, sizeof(*pl->handlers));
-        pl->topics = xcalloc(n, sizeof(*pl->topics));
         pl->modes = xcalloc(n, sizeof(*pl->modes));
-        pl->splits = xcalloc(n, sizeof(*pl->splits));
         pl->cfg = cfg;
-        pl->store = store;
         pl->sink = sink;
         for (size_t i = 0; i < cfg->topic_cnt; i++) {
                 const struct topic_conf *t = &cfg->topics[i];
-                struct pl_topic *pt = &pl->topics[i];
                 if (loader_open(&pl->handlers[i], t->handler_path, err, errsz) ||
-                    loader_init(&pl->handlers[i], t->handler_config, store_conn(store), err, errsz))
+                    loader_init(&pl->handlers[i], t->handler_config, store_conn(setup), err, errsz))
                         goto error;
-                *pt = (struct pl_topic){.cfg = cfg, .t = t, .topic_idx = i, .store = store, .sink = &pl->sink,
-                                        .handler = &pl->handlers[i], .stats = &pl->stats, .parts = &pl->parts,
-                                        .outbox_pending = &pl->outbox_pending};
-                snprintf(pt->ctx, sizeof(pt->ctx), "topic:%s", t->name);
                 metrics_topic(t->name);
                 pl->modes[i] = t->mode == MODE_EXTERNAL ? &mode_external : &mode_transactional;
                 log_info("pipeline", "topic %s: handler %s loaded from %s (%s mode)", t->name,
@@ -62,24 +67,63 @@ error:
         return NULL;
 }
 
+size_t pipeline_add_lane(struct pipeline *pl, struct store *store, struct watchdog *w)
+{
+        size_t n = pl->cfg->topic_cnt ? pl->cfg->topic_cnt : 1;
+        if (pl->nlanes == MAX_LANES)
+                abort(); /* config_check keeps workers within MAX_LANES */
+        struct lane *l = &pl->lanes[pl->nlanes];
+        l->store = store;
+        l->topics = xcalloc(n, sizeof(*l->topics));
+        l->splits = xcalloc(n, sizeof(*l->splits));
+        for (size_t i = 0; i < pl->cfg->topic_cnt; i++) {
+                struct pl_topic *pt = &l->topics[i];
+                *pt = (struct pl_topic){.cfg = pl->cfg, .t = &pl->cfg->topics[i], .topic_idx = i, .store = store,
+                                        .sink = &pl->sink, .handler = &pl->handlers[i], .watchdog = w,
+                                        .stats = &l->stats, .parts = &l->parts, .outbox_pending = &l->outbox_pending};
+                snprintf(pt->ctx, sizeof(pt->ctx), "topic:%s", pl->cfg->topics[i].name);
+        }
+        return pl->nlanes++;
+}
+
+size_t pipeline_lanes(const struct pipeline *pl) { return pl->nlanes; }
+
+struct store *pipeline_lane_store(const struct pipeline *pl, size_t lane) { return pl->lanes[lane].store; }
+
+int pipeline_concurrent(const struct pipeline *pl, char *err, size_t errsz)
+{
+        for (size_t i = 0; i < pl->cfg->topic_cnt; i++) {
+                const struct topic_conf *t = &pl->cfg->topics[i];
+                const struct dedupd_handler *h = pl->handlers[i].desc;
+                if (t->mode == MODE_EXTERNAL) {
+                        snprintf(err, errsz, "topic %s: external mode runs on one connection: workers must be 1", t->name);
+                        return -1;
+                }
+                if (!(h->flags & DEDUPD_HANDLER_F_CONCURRENT)) {
+                        snprintf(err, errsz,
+                                 "topic %s: handler %s does not declare DEDUPD_HANDLER_F_CONCURRENT (that its calls may "
+                                 "run on several connections at once): workers must be 1",
+                                 t->name, t->handler_path);
+                        return -1;
+                }
+        }
+        return 0;
+}
+
 void pipeline_free(struct pipeline *pl)
 {
         if (!pl)
                 return;
         for (size_t i = 0; i < pl->cfg->topic_cnt; i++)
                 loader_close(&pl->handlers[i]);
+        for (size_t l = 0; l < pl->nlanes; l++) {
+                free(pl->lanes[l].topics);
+                free(pl->lanes[l].splits);
+                part_states_free(&pl->lanes[l].parts);
+        }
         free(pl->handlers);
-        free(pl->topics);
         free(pl->modes);
-        free(pl->splits);
-        part_states_free(&pl->parts);
         free(pl);
-}
-
-void pipeline_set_watchdog(struct pipeline *pl, struct watchdog *w)
-{
-        for (size_t i = 0; i < pl->cfg->topic_cnt; i++)
-                pl->topics[i].watchdog = w;
 }
 
 static double seconds_now(void)
@@ -89,16 +133,17 @@ static double seconds_now(void)
         return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg *const *msgs, size_t n,
+enum pl_rc pipeline_process(struct pipeline *pl, size_t lane, size_t topic_idx, struct pl_msg *const *msgs, size_t n,
                             size_t *taken, struct pl_commit *commits, size_t *ncommits, char *err, size_t errsz)
 {
-        struct pl_topic *pt = &pl->topics[topic_idx];
-        *taken = guard_batch_start(pt, msgs, split_take(&pl->splits[topic_idx], n));
+        struct lane *l = &pl->lanes[lane];
+        struct pl_topic *pt = &l->topics[topic_idx];
+        *taken = guard_batch_start(pt, msgs, split_take(&l->splits[topic_idx], n));
         fault_point("after_poll");
         timeline_mark("guard");
         double t0 = seconds_now();
         enum pl_rc rc = pl->modes[topic_idx]->process(pt, msgs, *taken, commits, ncommits, err, errsz);
-        rc = split_after(&pl->splits[topic_idx], pt, msgs, *taken, rc, err);
+        rc = split_after(&l->splits[topic_idx], pt, msgs, *taken, rc, err);
         if (rc == PL_OK)
                 metrics_batch(pt->t->name, *taken, seconds_now() - t0);
         else
@@ -106,26 +151,51 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg
         return rc;
 }
 
+static void stats_add(struct pl_stats *to, const struct pl_stats *a, const struct pl_stats *b)
+{
+        to->batches += a->batches - b->batches;
+        to->consumed += a->consumed - b->consumed;
+        to->applied += a->applied - b->applied;
+        to->rejected += a->rejected - b->rejected;
+        to->duplicates += a->duplicates - b->duplicates;
+        to->dead_lettered += a->dead_lettered - b->dead_lettered;
+        to->retries += a->retries - b->retries;
+        to->mismatches += a->mismatches - b->mismatches;
+}
+
+void pipeline_settle(struct pipeline *pl, size_t lane)
+{
+        struct lane *l = &pl->lanes[lane];
+        stats_add(&pl->stats, &l->stats, &l->settled);
+        l->settled = l->stats;
+        pl->outbox_settled += l->outbox_pending;
+        l->outbox_pending = 0;
+}
+
 const struct pl_stats *pipeline_stats(const struct pipeline *pl) { return &pl->stats; }
 
 size_t pipeline_take_outbox(struct pipeline *pl)
 {
-        size_t n = pl->outbox_pending;
-        pl->outbox_pending = 0;
+        size_t n = pl->outbox_settled;
+        pl->outbox_settled = 0;
         return n;
 }
 
 void pipeline_forget(struct pipeline *pl, size_t topic_idx, int32_t partition)
 {
-        struct part_state *ps = part_state(&pl->parts, topic_idx, partition);
-        guard_release(&pl->topics[topic_idx], ps);
-        ps->verified_next = -1;
-        ps->own_next = -1;
-        split_reset(&pl->splits[topic_idx]);
+        for (size_t i = 0; i < pl->nlanes; i++) {
+                struct lane *l = &pl->lanes[i];
+                struct part_state *ps = part_state(&l->parts, topic_idx, partition);
+                guard_release(&l->topics[topic_idx], ps);
+                ps->verified_next = -1;
+                ps->own_next = -1;
+                split_reset(&l->splits[topic_idx]);
+        }
 }
 
 void pipeline_stop(struct pipeline *pl)
 {
-        for (size_t i = 0; i < pl->parts.cnt; i++)
-                guard_release(&pl->topics[pl->parts.v[i].topic_idx], &pl->parts.v[i]);
+        for (size_t l = 0; l < pl->nlanes; l++)
+                for (size_t i = 0; i < pl->lanes[l].parts.cnt; i++)
+                        guard_release(&pl->lanes[l].topics[pl->lanes[l].parts.v[i].topic_idx], &pl->lanes[l].parts.v[i]);
 }

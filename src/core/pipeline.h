@@ -13,37 +13,55 @@
 #include "core/source.h"
 
 struct pipeline;
+struct watchdog;
 
-/** Load and init every topic's handler (init gets a setup connection);
- *  dead letters go through sink. */
-struct pipeline *pipeline_new(const struct config *cfg, struct store *store, struct sink sink, char *err,
+/** Load and init every topic's handler (init gets setup's connection);
+ *  dead letters go through sink. No lane yet: add at least one. */
+struct pipeline *pipeline_new(const struct config *cfg, struct store *setup, struct sink sink, char *err,
                               size_t errsz) __attribute__((warn_unused_result));
 void pipeline_free(struct pipeline *pl);
 
 /**
- * Process one batch of one topic: first the crash-loop guard and the
- * splitter, which may take only a prefix of msgs (*taken of them: a range
- * that crashed runs one message at a time; a batch that failed without a
- * message named is halved, split.h), then the topic's mode (see struct
- * mode) on that. PL_SPLIT: narrowed, retry at once.
+ * A lane: batches on store's connection, watched by w (batch.timeout_ms;
+ * may be NULL). One lane's batches run one at a time; different lanes' may
+ * run at once on different threads (workers), sharing the handlers — only
+ * when pipeline_concurrent() allows it. Returns the lane's index.
  */
-enum pl_rc pipeline_process(struct pipeline *pl, size_t topic_idx, struct pl_msg *const *msgs, size_t n,
+size_t pipeline_add_lane(struct pipeline *pl, struct store *store, struct watchdog *w);
+size_t pipeline_lanes(const struct pipeline *pl);
+struct store *pipeline_lane_store(const struct pipeline *pl, size_t lane);
+
+/** 0 when every topic may run on several lanes at once (transactional
+ *  mode, a handler that declares DEDUPD_HANDLER_F_CONCURRENT); else -1 and why. */
+int pipeline_concurrent(const struct pipeline *pl, char *err, size_t errsz) __attribute__((warn_unused_result));
+
+/**
+ * Process one batch of one topic on a lane: first the crash-loop guard and
+ * the splitter, which may take only a prefix of msgs (*taken of them: a
+ * range that crashed runs one message at a time; a batch that failed
+ * without a message named is halved, split.h), then the topic's mode (see
+ * struct mode) on that. PL_SPLIT: narrowed, retry at once. A partition's
+ * batches always run on the same lane (its crash-loop state is the lane's).
+ */
+enum pl_rc pipeline_process(struct pipeline *pl, size_t lane, size_t topic_idx, struct pl_msg *const *msgs, size_t n,
                             size_t *taken, struct pl_commit *commits, size_t *ncommits, char *err, size_t errsz);
 
+/** After a lane's batch, on the thread that reads them: its counters and
+ *  outbox rows become visible to pipeline_stats and pipeline_take_outbox. */
+void pipeline_settle(struct pipeline *pl, size_t lane);
+
+/** The settled counters of every lane. */
 const struct pl_stats *pipeline_stats(const struct pipeline *pl);
 
-struct watchdog;
-/** Watch every batch transaction with w (batch.timeout_ms). */
-void pipeline_set_watchdog(struct pipeline *pl, struct watchdog *w);
-
-/** How many outbox rows committed batches wrote since the last call (the relay should run). */
+/** How many outbox rows settled batches wrote since the last call (the relay should run). */
 size_t pipeline_take_outbox(struct pipeline *pl);
 
 /** A partition was revoked: the next batch from it is guarded again, and
- *  this process's uncommitted start of it is not counted as a crash. */
+ *  this process's uncommitted start of it is not counted as a crash. Every
+ *  lane must be idle. */
 void pipeline_forget(struct pipeline *pl, size_t topic_idx, int32_t partition);
 
-/** A clean stop: no uncommitted start of this process counts as a crash. */
+/** A clean stop (every lane idle): no uncommitted start of this process counts as a crash. */
 void pipeline_stop(struct pipeline *pl);
 
 #endif

@@ -13,6 +13,7 @@
 #include "base/timeline.h"
 #include "core/external.h"
 #include "core/instance.h"
+#include "core/lanes.h"
 #include "core/relay.h"
 #include "core/retention.h"
 #include "ops/health.h"
@@ -30,6 +31,13 @@
 #define STUCK_MS 60000
 #define STUCK_REPORT_MS 60000
 #define HEALTH_INTERVAL_MS 100
+/* With partition workers the source delivers one partition's fetch at a
+ * time (Kafka: up to max.partition.fetch.bytes), which one worker's buffer
+ * would hold while the others starve: past this many batches buffered, its
+ * partitions pause (what the client had fetched of them is fetched again on
+ * resume) and the others' messages flow. */
+#define BEHIND_BATCHES 8
+static const char behind_reason[] = "its worker is behind (batches buffered)";
 
 /*
  * Liveness. Nothing here waits inside a topic: the loop polls, and each
@@ -42,8 +50,11 @@
  * fetching or waiting on something that ends.
  */
 
-/* One topic's buffered messages and the state of its current batch. */
+/* One topic's buffered messages on one lane (the partitions of the topic
+ * that worker runs), and the state of its current batch. */
 struct tbuf {
+        size_t topic, lane;
+        size_t inflight;       /* the first inflight messages are a batch its lane runs now; 0: none */
         struct pl_msg **msgs;
         size_t cnt, cap;
         int64_t first_ms;      /* when the oldest buffered message arrived */
@@ -55,6 +66,8 @@ struct tbuf {
         int paused;            /* as last applied to its partitions */
         int again;             /* the batch was narrowed (PL_SPLIT): its next try runs on the next turn */
         size_t bytes;          /* payload bytes buffered (limits.batch_bytes) */
+        int was_behind;        /* paused because behind (logged at debug) */
+        int behind;            /* workers: BEHIND_BATCHES batches buffered, its partitions pause (till half that) */
 };
 
 /* An assigned partition, and whether the source fetches it. */
@@ -74,7 +87,9 @@ struct runner {
         struct sink sink;
         struct source *src;
         int64_t last_relay_ms;
-        struct tbuf *bufs; /* one per topic */
+        struct tbuf *bufs; /* one per topic and lane: topic * nlanes + lane */
+        size_t nbufs, nlanes;
+        struct lanes *lanes;
         struct assigned *parts;
         size_t part_cnt, part_cap;
         int drained;         /* the last poll found nothing queued: partial batches need not wait */
@@ -114,9 +129,41 @@ static void tbuf_reset_retry(struct tbuf *b, int backoff_ms)
 
 static int part_takes(struct runner *r, struct pl_msg *m);
 
+/* Whether buffer b holds so much that its partitions should pause (workers
+ * only: the serial loop never polls while a batch runs). */
+static void tbuf_behind(const struct runner *r, struct tbuf *b)
+{
+        size_t max = (size_t)r->cfg->topics[b->topic].batch_max_messages, lim = (size_t)r->cfg->limit_batch_bytes;
+        if (r->nlanes < 2)
+                return;
+        if (b->cnt >= BEHIND_BATCHES * max || b->bytes >= BEHIND_BATCHES * lim)
+                b->behind = 1;
+        else if (b->cnt < BEHIND_BATCHES / 2 * max && b->bytes < BEHIND_BATCHES / 2 * lim)
+                b->behind = 0;
+}
+
+/* A partition always runs on the same lane: its order, its crash-loop state. */
+static size_t buf_index(const struct runner *r, size_t topic, int32_t partition)
+{
+        return topic * r->nlanes + (size_t)(partition < 0 ? 0 : partition) % r->nlanes;
+}
+
+static void finish(struct runner *r, struct lane_job *j, volatile sig_atomic_t *stop);
+
+/* Every batch in flight finished and booked: before what needs the lanes
+ * idle (a purge, a revocation, a reload, the end). */
+static void quiesce(struct runner *r)
+{
+        static volatile sig_atomic_t not_stopping;
+        struct lane_job *j;
+        while (lanes_any_busy(r->lanes))
+                if ((j = lanes_collect(r->lanes, POLL_SLICE_MS)))
+                        finish(r, j, &not_stopping);
+}
+
 static void buffer(struct runner *r, struct pl_msg *m)
 {
-        struct tbuf *b = &r->bufs[m->topic_idx];
+        struct tbuf *b = &r->bufs[buf_index(r, m->topic_idx, m->partition)];
         if (r->watch && !part_takes(r, m))
                 return;
         if (b->cnt == b->cap) {
@@ -129,6 +176,7 @@ static void buffer(struct runner *r, struct pl_msg *m)
                 b->first_ms = log_now_ms();
         b->msgs[b->cnt++] = m;
         b->bytes += m->value_len;
+        tbuf_behind(r, b);
 }
 
 static int part_listed(const struct pl_part *parts, size_t n, size_t topic_idx, int32_t partition)
@@ -145,9 +193,10 @@ static int part_listed(const struct pl_part *parts, size_t n, size_t topic_idx, 
 static void purge(struct runner *r, const struct pl_part *parts, size_t n, const char *whose)
 {
         size_t dropped = 0;
-        for (size_t t = 0; t < r->cfg->topic_cnt; t++) {
-                struct tbuf *b = &r->bufs[t];
-                size_t keep = 0;
+        quiesce(r);
+        for (size_t bi = 0; bi < r->nbufs; bi++) {
+                struct tbuf *b = &r->bufs[bi];
+                size_t keep = 0, t = b->topic;
                 for (size_t i = 0; i < b->cnt; i++) {
                         struct pl_msg *m = b->msgs[i];
                         if (!parts || part_listed(parts, n, t, m->partition)) {
@@ -159,6 +208,7 @@ static void purge(struct runner *r, const struct pl_part *parts, size_t n, const
                         }
                 }
                 b->cnt = keep;
+                tbuf_behind(r, b);
                 if (!b->cnt)
                         tbuf_reset_retry(b, r->cfg->topics[t].retry_backoff_ms);
         }
@@ -192,16 +242,18 @@ static void parts_remove(struct runner *r, const struct pl_part *revoked, size_t
         r->part_cnt = keep;
 }
 
-/* What a topic's partitions wait on now, or NULL: they fetch. */
-static const char *hold_reason(const struct runner *r, size_t t)
+/* What a buffer's partitions wait on now, or NULL: they fetch. */
+static const char *hold_reason(const struct runner *r, size_t bi)
 {
-        const struct tbuf *b = &r->bufs[t];
+        const struct tbuf *b = &r->bufs[bi];
         if (r->db_down)
                 return "the database is unavailable";
         if (r->outbox_unsent >= 0)
                 return "the outbox is too far behind (limits.outbox_backlog)";
         if (b->retry_at && b->cnt)
                 return "its batch is in backoff";
+        if (b->behind)
+                return behind_reason;
         return NULL;
 }
 
@@ -210,21 +262,29 @@ static const char *part_hold_reason(const struct runner *r, const struct assigne
 {
         if (a->awaiting)
                 return "awaiting its position from the database";
-        return hold_reason(r, a->topic_idx);
+        return hold_reason(r, buf_index(r, a->topic_idx, a->partition));
 }
 
 static void log_pause_changes(struct runner *r)
 {
-        for (size_t t = 0; t < r->cfg->topic_cnt; t++) {
-                struct tbuf *b = &r->bufs[t];
-                const char *why = hold_reason(r, t);
+        for (size_t bi = 0; bi < r->nbufs; bi++) {
+                struct tbuf *b = &r->bufs[bi];
+                const char *why = hold_reason(r, bi);
+                char lane[32] = "";
                 if (!why == !b->paused)
                         continue;
                 b->paused = why != NULL;
-                if (why)
-                        log_info("runner", "topic %s: paused fetching: %s", r->cfg->topics[t].name, why);
+                int was_behind = b->was_behind;
+                b->was_behind = why == behind_reason;
+                if (r->nlanes > 1)
+                        snprintf(lane, sizeof(lane), " (worker %zu)", b->lane + 1);
+                if (why == behind_reason || (!why && was_behind)) /* every few batches: not worth INFO */
+                        log_debug("runner", "topic %s%s: %s fetching%s%s", r->cfg->topics[b->topic].name, lane,
+                                  why ? "paused" : "resumed", why ? ": " : "", why ? why : "");
+                else if (why)
+                        log_info("runner", "topic %s%s: paused fetching: %s", r->cfg->topics[b->topic].name, lane, why);
                 else
-                        log_info("runner", "topic %s: resumed fetching", r->cfg->topics[t].name);
+                        log_info("runner", "topic %s%s: resumed fetching", r->cfg->topics[b->topic].name, lane);
         }
 }
 
@@ -314,6 +374,7 @@ static void positions_lost(struct runner *r, const char *why)
                 r->rewind_warned = 1;
                 /* It goes on from where it is: what this process committed
                  * no longer says where the database must be. */
+                quiesce(r);
                 for (size_t i = 0; i < r->part_cnt; i++)
                         pipeline_forget(r->pl, r->parts[i].topic_idx, r->parts[i].partition);
                 return;
@@ -516,11 +577,11 @@ struct source_events runner_events(struct runner *r)
 
 /* When topic t's batch should run next (INT64_MAX: nothing buffered, or
  * everything waits on the database). */
-static int64_t batch_due_at(const struct runner *r, size_t t)
+static int64_t batch_due_at(const struct runner *r, size_t bi)
 {
-        const struct tbuf *b = &r->bufs[t];
-        const struct topic_conf *tc = &r->cfg->topics[t];
-        if (!b->cnt || r->db_down || r->outbox_unsent >= 0)
+        const struct tbuf *b = &r->bufs[bi];
+        const struct topic_conf *tc = &r->cfg->topics[b->topic];
+        if (!b->cnt || b->inflight || r->db_down || r->outbox_unsent >= 0)
                 return INT64_MAX;
         if (b->again)
                 return 0;
@@ -532,15 +593,17 @@ static int64_t batch_due_at(const struct runner *r, size_t t)
         return b->first_ms + tc->batch_max_wait_ms;
 }
 
-static void batch_done(struct runner *r, size_t t, size_t n)
+static void batch_done(struct runner *r, size_t bi, size_t n)
 {
-        struct tbuf *b = &r->bufs[t];
+        struct tbuf *b = &r->bufs[bi];
+        size_t t = b->topic;
         for (size_t i = 0; i < n; i++) {
                 b->bytes -= b->msgs[i]->value_len;
                 r->src->ops->release(r->src, b->msgs[i]);
         }
         memmove(b->msgs, b->msgs + n, (b->cnt - n) * sizeof(*b->msgs));
         b->cnt -= n;
+        tbuf_behind(r, b);
         b->first_ms = log_now_ms();
         if (b->failures) {
                 char ctx[160];
@@ -560,9 +623,9 @@ static void db_lost(struct runner *r, const char *ctx, const char *err)
 }
 
 /* Every STUCK_REPORT_MS, a topic that keeps failing says so at ERROR. */
-static void report_stuck(struct runner *r, size_t t, const char *ctx, const struct pl_msg *first, const char *err)
+static void report_stuck(struct runner *r, size_t bi, const char *ctx, const struct pl_msg *first, const char *err)
 {
-        struct tbuf *b = &r->bufs[t];
+        struct tbuf *b = &r->bufs[bi];
         int64_t now = log_now_ms();
         if (b->failures < STUCK_FAILURES && now - b->failing_since < STUCK_MS)
                 return;
@@ -574,10 +637,10 @@ static void report_stuck(struct runner *r, size_t t, const char *ctx, const stru
                   (int)first->partition, first->offset, b->failures, (now - b->failing_since) / 1000, err);
 }
 
-static void batch_failed(struct runner *r, size_t t, size_t n, const char *err)
+static void batch_failed(struct runner *r, size_t bi, size_t n, const char *err)
 {
-        const struct topic_conf *tc = &r->cfg->topics[t];
-        struct tbuf *b = &r->bufs[t];
+        struct tbuf *b = &r->bufs[bi];
+        const struct topic_conf *tc = &r->cfg->topics[b->topic];
         char ctx[160];
         snprintf(ctx, sizeof(ctx), "topic:%s", tc->name);
         if (!b->failures)
@@ -588,14 +651,15 @@ static void batch_failed(struct runner *r, size_t t, size_t n, const char *err)
         b->backoff_ms = b->backoff_ms * 2 > tc->retry_backoff_max_ms ? tc->retry_backoff_max_ms : b->backoff_ms * 2;
         if (b->backoff_ms < 1)
                 b->backoff_ms = 1;
-        report_stuck(r, t, ctx, b->msgs[0], err);
+        report_stuck(r, bi, ctx, b->msgs[0], err);
 }
 
 /* The messages the next batch of topic t takes: batch.max_messages at most,
  * and no more payload bytes than limits.batch_bytes (but at least one). */
-static size_t batch_size(const struct runner *r, size_t t)
+static size_t batch_size(const struct runner *r, size_t bi)
 {
-        const struct tbuf *b = &r->bufs[t];
+        const struct tbuf *b = &r->bufs[bi];
+        size_t t = b->topic;
         size_t max = (size_t)r->cfg->topics[t].batch_max_messages, bytes = 0, n = 0;
         while (n < b->cnt && n < max) {
                 if (n > 0 && bytes + b->msgs[n]->value_len > (size_t)r->cfg->limit_batch_bytes) {
@@ -609,11 +673,11 @@ static size_t batch_size(const struct runner *r, size_t t)
 }
 
 /* A batch that did not commit (or committed only in part): why, and when it is tried again. */
-static void batch_not_done(struct runner *r, size_t t, size_t n, enum pl_rc rc, const char *err,
+static void batch_not_done(struct runner *r, size_t bi, size_t n, enum pl_rc rc, const char *err,
                            volatile sig_atomic_t *stop)
 {
         char ctx[160];
-        snprintf(ctx, sizeof(ctx), "topic:%s", r->cfg->topics[t].name);
+        snprintf(ctx, sizeof(ctx), "topic:%s", r->cfg->topics[r->bufs[bi].topic].name);
         if (*stop)
                 log_info(ctx, "shutting down: batch of %zu rolled back, it will be redelivered", n);
         else if (rc == PL_DB_DOWN)
@@ -627,41 +691,67 @@ static void batch_not_done(struct runner *r, size_t t, size_t n, enum pl_rc rc, 
         else if (rc == PL_SPLIT)
                 log_debug(ctx, "batch of %zu failed (%s): its first half is tried next", n, err);
         else
-                batch_failed(r, t, n, err);
+                batch_failed(r, bi, n, err);
 }
 
-/* One batch of topic t: committed and acknowledged, or put in backoff. */
-static void run_batch(struct runner *r, size_t t, volatile sig_atomic_t *stop)
+/* Buffer bi's next batch, handed to its lane (run at once when there is
+ * one lane: the serial loop). Its messages stay at the front of the buffer,
+ * in flight, until the lane is done with them. */
+static void dispatch(struct runner *r, size_t bi, volatile sig_atomic_t *stop)
 {
-        struct tbuf *b = &r->bufs[t];
-        size_t n = batch_size(r, t), nc = 0;
-        struct pl_commit *commits = xcalloc(n + 1, sizeof(*commits)); /* n: up to 100,000 */
-        char err[1024];
+        struct tbuf *b = &r->bufs[bi];
+        size_t n = batch_size(r, bi); /* n: up to 100,000 */
+        struct lane_job *j = lane_job_new(b->lane, b->topic, bi, b->msgs, n);
+        b->inflight = n;
+        if (!lanes_threaded(r->lanes))
+                timeline_begin();
+        lanes_submit(r->lanes, j);
+        if (!lanes_threaded(r->lanes) && (j = lanes_collect(r->lanes, 0)))
+                finish(r, j, stop);
+}
 
-        err[0] = '\0';
-        timeline_begin();
-        enum pl_rc rc = pipeline_process(r->pl, t, b->msgs, n, &n, commits, &nc, err, sizeof(err));
+/* A lane's batch is over: committed and acknowledged, or put in backoff. */
+static void finish(struct runner *r, struct lane_job *j, volatile sig_atomic_t *stop)
+{
+        struct tbuf *b = &r->bufs[j->buf];
+        size_t n = j->taken, bi = j->buf;
+        enum pl_rc rc = j->rc;
+        int serial = !lanes_threaded(r->lanes);
+
+        b->inflight = 0;
+        pipeline_settle(r->pl, j->lane);
         b->again = rc == PL_SPLIT;
         /* What committed is acknowledged: the batch, or what a partial one (external mode) finished. */
-        if (nc > 0)
-                r->src->ops->ack(r->src, commits, nc);
-        timeline_mark("ack");
-        for (size_t i = 0; i < nc; i++) {
-                struct assigned *a = part_find(r, t, commits[i].partition);
+        if (j->nc > 0)
+                r->src->ops->ack(r->src, j->commits, j->nc);
+        if (serial)
+                timeline_mark("ack");
+        for (size_t i = 0; i < j->nc; i++) {
+                struct assigned *a = part_find(r, j->topic, j->commits[i].partition);
                 if (a)
                         a->committed = 1;
         }
-        free(commits);
         if (rc != PL_OK) {
-                batch_not_done(r, t, n, rc, err, stop);
-                return;
+                batch_not_done(r, bi, n ? n : j->n, rc, j->err, stop);
+        } else {
+                if (r->src->ops->done)
+                        r->src->ops->done(r->src, b->msgs, n);
+                fault_point("after_ack");
+                batch_done(r, bi, n);
         }
-        if (r->src->ops->done)
-                r->src->ops->done(r->src, b->msgs, n);
-        fault_point("after_ack");
-        batch_done(r, t, n);
-        timeline_mark("release");
-        timeline_end(n);
+        if (serial && rc == PL_OK) {
+                timeline_mark("release");
+                timeline_end(n);
+        }
+        lane_job_free(j);
+}
+
+/* Every finished batch, booked (without waiting for one). */
+static void collect(struct runner *r, volatile sig_atomic_t *stop)
+{
+        struct lane_job *j;
+        while ((j = lanes_collect(r->lanes, 0)))
+                finish(r, j, stop);
 }
 
 /* ---- the database, housekeeping ------------------------------------------------ */
@@ -818,8 +908,12 @@ static void publish_health(struct runner *r, int64_t now)
         health_db(!r->db_down);
         publish_broker(r);
         for (size_t t = 0; t < r->cfg->topic_cnt; t++) {
-                const struct tbuf *b = &r->bufs[t];
-                health_stuck(t, b->failures >= STUCK_FAILURES || (b->failures && now - b->failing_since >= STUCK_MS));
+                int stuck = 0;
+                for (size_t l = 0; l < r->nlanes; l++) {
+                        const struct tbuf *b = &r->bufs[t * r->nlanes + l];
+                        stuck |= b->failures >= STUCK_FAILURES || (b->failures && now - b->failing_since >= STUCK_MS);
+                }
+                health_stuck(t, stuck);
         }
 }
 
@@ -943,11 +1037,11 @@ static void housekeeping(struct runner *r, int64_t now)
 static int poll_timeout(const struct runner *r, int64_t now)
 {
         int64_t next = now + POLL_SLICE_MS;
-        for (size_t t = 0; t < r->cfg->topic_cnt; t++) {
-                int64_t due = batch_due_at(r, t);
+        for (size_t bi = 0; bi < r->nbufs; bi++) {
+                int64_t due = batch_due_at(r, bi);
                 if (due < next)
                         next = due;
-                if (due != INT64_MAX && !r->bufs[t].retry_at && r->cfg->topics[t].batch_adaptive)
+                if (due != INT64_MAX && !r->bufs[bi].retry_at && r->cfg->topics[r->bufs[bi].topic].batch_adaptive)
                         next = now;
         }
         if (r->db_down && r->db_retry_at < next)
@@ -957,18 +1051,64 @@ static int poll_timeout(const struct runner *r, int64_t now)
 
 /* ---- the loop ---------------------------------------------------------------- */
 
-struct runner *runner_new(const struct config *cfg, struct store *store, struct pipeline *pl, struct sink sink)
+/* A buffer holds twice what pauses its partitions while its lane is busy
+ * (a source that fetches on regardless): poll no more until a
+ * lane is done (the broker's client buffers what arrives meanwhile). */
+static int backlogged(const struct runner *r)
+{
+        for (size_t bi = 0; bi < r->nbufs; bi++) {
+                const struct tbuf *b = &r->bufs[bi];
+                if (b->inflight && (b->cnt >= 2 * BEHIND_BATCHES * (size_t)r->cfg->topics[b->topic].batch_max_messages ||
+                                    b->bytes >= 2 * BEHIND_BATCHES * (size_t)r->cfg->limit_batch_bytes))
+                        return 1;
+        }
+        return 0;
+}
+
+/* One turn's input: a message from the source, or (lanes busy and nothing
+ * arrived, or too much buffered) a wait for a lane to finish instead. */
+static void fetch(struct runner *r, volatile sig_atomic_t *stop)
+{
+        int timeout = poll_timeout(r, log_now_ms());
+        struct lane_job *j;
+        int busy = lanes_any_busy(r->lanes);
+        if (busy && backlogged(r)) {
+                if ((j = lanes_collect(r->lanes, timeout)))
+                        finish(r, j, stop);
+                return;
+        }
+        struct pl_msg *m = r->src->ops->poll(r->src, busy ? 0 : timeout);
+        r->drained = !m;
+        if (m) {
+                buffer(r, m);
+                return;
+        }
+        if (busy && (j = lanes_collect(r->lanes, timeout < 5 ? timeout : 5)))
+                finish(r, j, stop);
+}
+
+struct runner *runner_new(const struct config *cfg, struct store *store, struct pipeline *pl, struct sink sink,
+                          char *err, size_t errsz)
 {
         struct runner *r = xcalloc(1, sizeof(*r));
-        r->bufs = xcalloc(cfg->topic_cnt ? cfg->topic_cnt : 1, sizeof(*r->bufs));
+        r->nlanes = pipeline_lanes(pl);
+        if (!(r->lanes = lanes_start(pl, r->nlanes > 1, err, errsz))) {
+                free(r);
+                return NULL;
+        }
+        r->nbufs = cfg->topic_cnt * r->nlanes;
+        r->bufs = xcalloc(r->nbufs ? r->nbufs : 1, sizeof(*r->bufs));
         r->cfg = cfg;
         r->store = store;
         r->pl = pl;
         r->sink = sink;
         r->db_backoff_ms = 100;
         r->outbox_unsent = -1;
-        for (size_t t = 0; t < cfg->topic_cnt; t++)
-                tbuf_reset_retry(&r->bufs[t], cfg->topics[t].retry_backoff_ms);
+        for (size_t bi = 0; bi < r->nbufs; bi++) {
+                r->bufs[bi].topic = bi / r->nlanes;
+                r->bufs[bi].lane = bi % r->nlanes;
+                tbuf_reset_retry(&r->bufs[bi], cfg->topics[bi / r->nlanes].retry_backoff_ms);
+        }
         return r;
 }
 
@@ -984,6 +1124,7 @@ static void reload(struct runner *r)
 {
         if (!r->reload_flag || !*r->reload_flag)
                 return;
+        quiesce(r);
         *r->reload_flag = 0;
         r->reload_cb(r->reload_opaque);
 }
@@ -995,8 +1136,9 @@ void runner_free(struct runner *r)
         log_ratelimit_flush(&r->rl_db);
         log_ratelimit_flush(&r->rl_relay);
         log_ratelimit_flush(&r->rl_pos);
-        for (size_t t = 0; t < r->cfg->topic_cnt; t++)
-                free(r->bufs[t].msgs);
+        lanes_stop(r->lanes);
+        for (size_t bi = 0; bi < r->nbufs; bi++)
+                free(r->bufs[bi].msgs);
         free(r->bufs);
         free(r->parts);
         free(r);
@@ -1011,19 +1153,19 @@ int runner_run(struct runner *r, struct source *src, volatile sig_atomic_t *stop
                 db_reconnect(r);
                 positions_read(r);
                 apply_pauses(r);
-                struct pl_msg *m = src->ops->poll(src, poll_timeout(r, log_now_ms()));
-                r->drained = !m;
-                if (m)
-                        buffer(r, m);
+                collect(r, stop);
+                fetch(r, stop);
                 int64_t now = log_now_ms();
-                /* Each due topic gets one batch per turn: a topic that keeps
-                 * failing waits in its backoff while the others go on. */
-                for (size_t t = 0; t < r->cfg->topic_cnt && !*stop; t++)
-                        if (batch_due_at(r, t) <= now)
-                                run_batch(r, t, stop);
+                /* Each due buffer gets one batch per turn, when its lane is
+                 * free: a topic that keeps failing waits in its backoff while
+                 * the others go on. */
+                for (size_t bi = 0; bi < r->nbufs && !*stop; bi++)
+                        if (!lanes_busy(r->lanes, r->bufs[bi].lane) && batch_due_at(r, bi) <= now)
+                                dispatch(r, bi, stop);
                 housekeeping(r, now);
                 reload(r);
         }
+        quiesce(r);
         log_stats(r);
         pipeline_stop(r->pl);
         instance_leave(r->store);

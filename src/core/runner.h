@@ -12,8 +12,11 @@
 
 struct runner;
 
-/** A runner for the pipeline; sink publishes the outbox after COMMIT. */
-struct runner *runner_new(const struct config *cfg, struct store *store, struct pipeline *pl, struct sink sink);
+/** A runner for the pipeline (its lanes: one runs in the loop, more each on
+ *  a thread); sink publishes the outbox after COMMIT. NULL with why in err
+ *  when a worker's thread cannot start. */
+struct runner *runner_new(const struct config *cfg, struct store *store, struct pipeline *pl, struct sink sink,
+                          char *err, size_t errsz);
 void runner_free(struct runner *r);
 
 /** What the source must tell this runner (assignments, revocations). */

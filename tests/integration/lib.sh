@@ -133,6 +133,7 @@ config_head() {
         cat <<EOF
 namespace: it-$ID
 log_level: ${LOG_LEVEL:-info}
+workers: ${WORKERS:-1}
 shutdown_timeout_ms: 15000
 postgres:
   conninfo: "$TEST_DSN"
