@@ -1,19 +1,15 @@
 -- bench/ceiling.sql — the ceiling of bench/run: the statements dedupd and the
 -- transfer handler send per batch, driven inside the server, so no client
 -- round trip, no Kafka and no parsing in C is in the way. Per batch of the
--- workload (bench_work, loaded by bench/run): claim every key (fingerprint
--- included), read the first outcome of the keys seen before (the duplicate
--- path), lock the accounts and read their balances, write the new balances,
--- the ledger and the responses, upsert the progress and its history; COMMIT.
--- Arrays and unnest, as dedupd binds them.
+-- workload (bench_work, loaded and parsed by bench/run): claim every key
+-- (fingerprint included), read the first outcome of the keys seen before (the
+-- duplicate path), lock the accounts and read their balances, write the new
+-- balances, the ledger and the responses, upsert the progress and its history;
+-- COMMIT.
+-- Arrays and unnest, as dedupd binds them. bench/ceiling_min.sql is the same
+-- without what the bookkeeping adds beyond the claim and the offsets.
 --
 --   psql -v parts=4 -f bench/ceiling.sql;  CALL bench_ceiling('bench', 1000);
-
--- The workload's fields, parsed once before the clock starts (dedupd parses in C).
-ALTER TABLE bench_work ADD COLUMN k text, ADD COLUMN user_id bigint, ADD COLUMN amount bigint;
-UPDATE bench_work SET k = (payload::json->>'order_id') || '/PAY', user_id = (payload::json->>'user_id')::bigint,
-                      amount = (payload::json->>'amount')::bigint;
-VACUUM ANALYZE bench_work;
 
 INSERT INTO dedupd.offsets (namespace, topic, partition, next_offset)
 SELECT 'bench', 'ceiling', p, 0 FROM generate_series(0, :parts - 1) AS p
