@@ -36,7 +36,7 @@
  * would hold while the others starve: past this many batches buffered, its
  * partitions pause (what the client had fetched of them is fetched again on
  * resume) and the others' messages flow. */
-#define BEHIND_BATCHES 8
+#define BEHIND_BATCHES 32
 static const char behind_reason[] = "its worker is behind (batches buffered)";
 
 /*

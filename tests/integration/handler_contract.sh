@@ -93,3 +93,28 @@ run_case true
 run_case false
 grep -q "no message of it was named" "$WORK/d-false.log" || fail "handle_batch: the batch was not split"
 log "ok: COMMIT, ROLLBACK and COMMIT+BEGIN in a handler cost only their message; SET ROLE and search_path stay in their batch"
+
+# workers: 2 asks for handle() on several threads at once: a handler that does
+# not declare DEDUPD_HANDLER_F_CONCURRENT (filesink) is refused at start,
+# exit 2, with its topic and what to do; nothing is consumed.
+TW="contract_workers_$$"
+topic "$TW" 2
+cat >"$WORK/w2.yaml" <<YAML
+$(WORKERS=2 config_head)
+kafka: {bootstrap.servers: "$KAFKA_BOOTSTRAP", group.id: "grp-$ID-w2"}
+topics:
+  - name: $TW
+    key: {subject: "{json:id}", action: WRITE}
+    handler:
+      path: "$BUILD/filesink.so"
+      config: {path: "$WORK/w2.sink", delay_ms: "0"}
+YAML
+printf '{"id":"w-1"}\n' | "$KT" produce -t "$TW"
+rc=0
+"$DEDUPD" -c "$WORK/w2.yaml" >"$WORK/w2.log" 2>&1 || rc=$?
+assert_eq "$rc" 2 "dedupd exit code with workers: 2 and a handler not declared concurrent"
+grep -q "workers: 2: topic $TW: handler .*filesink.so does not declare DEDUPD_HANDLER_F_CONCURRENT.*workers must be 1" "$WORK/w2.log" ||
+        fail "the refusal does not say why: $(cat "$WORK/w2.log")"
+assert_eq "$(sql "SELECT count(*) FROM dedupd.keys WHERE topic = '$TW'")" 0 "keys a refused dedupd claimed"
+[[ ! -s $WORK/w2.sink ]] || fail "a refused dedupd wrote effects: $(cat "$WORK/w2.sink")"
+log "ok: workers: 2 with a handler not declared concurrent is refused at start"

@@ -437,7 +437,7 @@ static const struct err_case err_cases[] = {
         {"error: unknown top-level key",
          Y_HEAD "colour: blue\n" Y_TOPICS, 1,
          "t.yaml:7:1: unknown key 'colour'",
-         "(expected one of: namespace, log_level, log_format, startup_timeout_ms, shutdown_timeout_ms, source, postgres, kafka, nats, rabbitmq, topics, retention_classes, purge, outbox, http, limits)", NULL},
+         "(expected one of: namespace, log_level, log_format, startup_timeout_ms, shutdown_timeout_ms, workers, source, postgres, kafka, nats, rabbitmq, topics, retention_classes, purge, outbox, http, limits)", NULL},
         {"error: unknown key inside topics[0].key",
          Y_HEAD Y_TOPIC_START Y_SUBJECT Y_ACTION "      flavour: salty\n" Y_HANDLER, 1,
          "t.yaml:12:7: unknown key 'topics[0].key.flavour'",
@@ -920,6 +920,33 @@ static void reload_refuses_a_config_with_holes(void **state)
         unlink(path);
 }
 
+/* workers: 1 by default; more only where one connection per thread is
+ * possible — not with RabbitMQ (one connection consumes and publishes), not
+ * with an external-mode topic — each refused with its line and why. */
+static void workers_where_they_can_run(void **state)
+{
+        (void)state;
+        struct config_errors errs = {0};
+        struct config *cfg = load_ok(Y_HEAD Y_TOPICS);
+        assert_int_equal(cfg->workers, 1);
+        config_free(cfg);
+        cfg = load_ok("workers: 4\n" Y_HEAD Y_TOPICS);
+        assert_int_equal(cfg->workers, 4);
+        config_free(cfg);
+        load_bad("workers: 0\n" Y_HEAD Y_TOPICS, &errs);
+        assert_error(&errs, "t.yaml:1:", "workers");
+        config_errors_clear(&errs);
+        load_bad("workers: 2\n" Y_HEAD Y_TOPICS "    mode: external\n", &errs);
+        assert_error(&errs, "t.yaml:", "external mode runs on one connection: workers must be 1 (it is 2)");
+        config_errors_clear(&errs);
+        load_bad("namespace: svc\nworkers: 2\npostgres: {conninfo: \"dbname=x\"}\nsource: rabbitmq\n"
+                 "rabbitmq: {url: \"amqp://u:p@h:5672/v\"}\n"
+                 "topics:\n  - {name: q, key: {subject: \"{amqp:message_id}\"}, handler: {path: h.so}}\n",
+                 &errs);
+        assert_error(&errs, "t.yaml:", "RabbitMQ consumes and publishes on one connection");
+        config_errors_clear(&errs);
+}
+
 static void retention_and_modes_load(void **state)
 {
         struct config_errors errs = {0};
@@ -1258,6 +1285,7 @@ int main(void)
                 cmocka_unit_test(valid_full_config),
                 cmocka_unit_test(minimal_config_defaults),
                 cmocka_unit_test(rabbitmq_config_defaults),
+                cmocka_unit_test(workers_where_they_can_run),
                 cmocka_unit_test(limits_payload_inherited_or_own),
                 cmocka_unit_test(env_substitution),
                 cmocka_unit_test(load_from_file),
