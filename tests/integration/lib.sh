@@ -133,12 +133,14 @@ config_head() {
         cat <<EOF
 namespace: it-$ID
 log_level: ${LOG_LEVEL:-info}
-workers: ${WORKERS:-1}
 shutdown_timeout_ms: 15000
 postgres:
   conninfo: "$TEST_DSN"
   retry_max_ms: 1000
 EOF
+        # The workers tests (CMakeLists: IT_WORKERS) set it; absent, no line
+        # moves (tests name config lines in what they expect).
+        [[ -z ${WORKERS:-} ]] || echo "workers: $WORKERS"
 }
 
 # transfer_topic NAME [SUBJECT]: a topics[] entry running the transfer handler
