@@ -145,7 +145,7 @@ enum store_rc store_progress(struct store *s, const char *ns, size_t n, const st
                 }
         for (size_t c = 0; c < PROGRESS_COLS; c++)
                 params[c + 1] = store_array_finish(&a[c]);
-        rc = store_query(s, progress_sql(), (int)PROGRESS_COLS + 1, params, &r, err, errsz);
+        rc = store_query_hot(s, progress_sql(), (int)PROGRESS_COLS + 1, params, &r, err, errsz);
         for (size_t c = 0; c < PROGRESS_COLS; c++)
                 store_array_free(&a[c]);
         if (rc == STORE_OK) {

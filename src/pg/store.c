@@ -13,6 +13,11 @@
 #include "pg/conninfo.h"
 #include "pg/session.h"
 
+/* A batch sends the same few statements every time (claim, outcomes,
+ * progress): prepared once per connection they are parsed and planned once,
+ * not per batch. */
+#define STORE_PREPARED_MAX 16
+
 struct store {
         PGconn *conn;
         char *conninfo;
@@ -22,6 +27,8 @@ struct store {
         int batch;              /* a batch's transaction set the read-only default (store_begin_batch) */
         int pooled;             /* a pooler between: each transaction may run in another server session */
         char failure[320];      /* the last failed statement: SQLSTATE and primary message, no detail */
+        const char *prepared[STORE_PREPARED_MAX]; /* the statements prepared on this connection, as "s<i>" */
+        size_t nprepared;
 };
 
 /* What the last failure was, in words that quote no value: PostgreSQL's
@@ -112,6 +119,7 @@ enum store_rc store_connect(struct store *s, char *err, size_t errsz)
 {
         if (s->conn)
                 PQfinish(s->conn);
+        s->nprepared = 0; /* a new session has none */
         if (!(s->conn = connect_with_timeout(s, err, errsz)))
                 return STORE_ERROR;
         describe_target(s);
@@ -288,6 +296,60 @@ enum store_rc store_query(struct store *s, const char *sql, int nparams, const c
                           PGresult **out, char *err, size_t errsz)
 {
         return run(s, sql, nparams, params, out, err, errsz);
+}
+
+/* The name sql is prepared under on this connection ("s3"), preparing it
+ * first; NULL when it cannot be kept (the table is full) and err empty, or
+ * with err set when PREPARE failed (rc). */
+static const char *prepared_name(struct store *s, const char *sql, char *name, size_t namesz, enum store_rc *rc,
+                                 char *err, size_t errsz)
+{
+        size_t i;
+        *rc = STORE_OK;
+        for (i = 0; i < s->nprepared; i++)
+                if (s->prepared[i] == sql || !strcmp(s->prepared[i], sql))
+                        break;
+        snprintf(name, namesz, "dedupd_s%zu", i);
+        if (i < s->nprepared)
+                return name;
+        if (i == STORE_PREPARED_MAX)
+                return NULL;
+        PGresult *r = PQprepare(s->conn, name, sql, 0, NULL);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+                store_error_text(err, errsz, s->conn, r);
+                remember_failure(s, r);
+                *rc = store_classify(s->conn, r);
+                PQclear(r);
+                return NULL;
+        }
+        PQclear(r);
+        s->prepared[s->nprepared++] = sql;
+        return name;
+}
+
+enum store_rc store_query_hot(struct store *s, const char *sql, int nparams, const char *const *params,
+                              PGresult **out, char *err, size_t errsz)
+{
+        char name[24];
+        enum store_rc rc;
+        const char *n;
+        if (!s->conn || s->pooled) /* behind a pooler, a session's statements may be in another server */
+                return run(s, sql, nparams, params, out, err, errsz);
+        if (!(n = prepared_name(s, sql, name, sizeof(name), &rc, err, errsz)))
+                return rc ? rc : run(s, sql, nparams, params, out, err, errsz);
+        PGresult *r = PQexecPrepared(s->conn, n, nparams, params, NULL, NULL, 0);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
+                store_error_text(err, errsz, s->conn, r);
+                remember_failure(s, r);
+                rc = store_classify(s->conn, r);
+                PQclear(r);
+                return rc;
+        }
+        if (out)
+                *out = r;
+        else
+                PQclear(r);
+        return STORE_OK;
 }
 
 enum store_rc store_query_binary(struct store *s, const char *sql, int nparams, const char *const *params,

@@ -50,6 +50,11 @@ enum store_rc store_exec(struct store *s, const char *sql, char *err, size_t err
  *  out is not NULL) holds the result, to be PQclear'ed by the caller. */
 enum store_rc store_query(struct store *s, const char *sql, int nparams, const char *const *params,
                           PGresult **out, char *err, size_t errsz) __attribute__((warn_unused_result));
+/** The same, for a statement every batch sends (sql a constant text):
+ *  prepared once per connection and executed by name, so the server parses
+ *  and plans it once; behind a pooler it is sent as store_query does. */
+enum store_rc store_query_hot(struct store *s, const char *sql, int nparams, const char *const *params,
+                              PGresult **out, char *err, size_t errsz) __attribute__((warn_unused_result));
 /** The same, with binary parameters where formats[i] is 1 (lengths[i] bytes). */
 enum store_rc store_query_binary(struct store *s, const char *sql, int nparams, const char *const *params,
                                  const int *lengths, const int *formats, PGresult **out, char *err,
