@@ -1,4 +1,15 @@
 /* txn: transactional mode (design §5) — one batch, one transaction: the claims, the handler's effects, the outcomes and the progress commit together. */
+
+/*
+ * The keys are claimed optimistically: a probe finds which are stored, the
+ * handler runs on the others, and only then is each fresh key inserted, once,
+ * with its outcome (one heap tuple, no update after). The primary key is the
+ * judge: a key another transaction committed since the probe (a zombie, a
+ * second instance during a rebalance) makes that INSERT fail, and the batch
+ * is rolled back and run again at once with the pessimistic claim (insert
+ * first, ON CONFLICT DO NOTHING; the outcomes updated after the handler),
+ * which cannot conflict: one extra attempt per conflict, no more.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +35,11 @@ struct txn {
         struct pl_topic *pt;
         struct batch b;
         struct store_claim_row *claims; /* the batch's distinct keys, in claim order */
+        int pessimistic;                /* claim first (store_claim), after a conflict */
+        int conflict;                   /* the keys' INSERT found one committed since the probe */
+        const char **probed;            /* after a conflict: the keys the probe found fresh, sorted */
+        size_t nprobed;
+        int reported;                   /* the conflict was logged */
         char *err;
         size_t errsz;
 };
@@ -36,6 +52,55 @@ static enum pl_rc failed(struct txn *x, enum store_rc rc)
                 snprintf(x->err, x->errsz, "a statement of dedupd refused a value of it (%s)",
                          store_last_failure(x->pt->store));
         return step_fail(x->pt->store, rc);
+}
+
+/* 1 when key is one of the keys the probe found fresh before a conflict. */
+static int probed_fresh(const struct txn *x, const char *key)
+{
+        size_t lo = 0, hi = x->nprobed;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = strcmp(x->probed[mid], key);
+                if (c == 0)
+                        return 1;
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return 0;
+}
+
+/* Once per conflict: which key another transaction claimed meanwhile, as the
+ * pessimistic claim found it (known now, fresh to the probe); known 0 when
+ * the retry did not get that far. */
+static void report_conflict(struct txn *x, int known)
+{
+        const char *key = NULL;
+        size_t more = 0;
+        if (!x->conflict || x->reported)
+                return;
+        x->reported = 1;
+        for (size_t j = 0; known && j < x->b.nkeys; j++) {
+                const struct batch_item *it = &x->b.items[x->b.keys[j]];
+                if (it->state != ITEM_KNOWN || !probed_fresh(x, it->msg->idem_key))
+                        continue;
+                if (key)
+                        more++;
+                else
+                        key = it->msg->idem_key;
+        }
+        if (!key)
+                log_info(x->pt->ctx, "a key of the batch was claimed by another transaction meanwhile: batch retried "
+                                     "with a pessimistic claim");
+        else if (!more)
+                log_info(x->pt->ctx, "key %s was claimed by another transaction meanwhile: batch retried with a "
+                                     "pessimistic claim",
+                         key);
+        else
+                log_info(x->pt->ctx, "key %s (and %zu more) was claimed by another transaction meanwhile: batch "
+                                     "retried with a pessimistic claim",
+                         key, more);
 }
 
 /* 1. Keys, and what must be dead-lettered. */
@@ -100,9 +165,11 @@ static int *wanted_outcomes(const struct txn *x)
         return want;
 }
 
-/* 4. BEGIN, watched, and every distinct key claimed in one statement, which
- *    also reads what the batch needs of the keys seen before: the first
- *    outcome where a reply needs it, else only where the fingerprint differs. */
+/* 4. BEGIN, watched, and every distinct key looked up in one statement,
+ *    which also reads what the batch needs of the keys seen before: the
+ *    first outcome where a reply needs it, else only where the fingerprint
+ *    differs. Optimistic (a probe: nothing inserted yet), or after a
+ *    conflict pessimistic (every fresh key inserted at once). */
 static enum pl_rc claim(struct txn *x)
 {
         struct pl_topic *pt = x->pt;
@@ -123,9 +190,14 @@ static enum pl_rc claim(struct txn *x)
         free(want);
         snprintf(what, sizeof(what), "batch of %zu from %s", x->b.n, t->name);
         watchdog_arm(pt->watchdog, store_conn(pt->store), t->batch_timeout_ms, what);
-        if ((rc = store_begin_batch(pt->store, x->err, x->errsz)) ||
-            (rc = store_claim(pt->store, pt->cfg->namespace, x->claims, k, t->retention ? t->retention->keep_ms : 0,
-                              t->retention ? t->retention->response_ttl_ms : 0, &outcomes, x->err, x->errsz)))
+        if ((rc = store_begin_batch(pt->store, x->err, x->errsz)))
+                return failed(x, rc);
+        if (x->pessimistic)
+                rc = store_claim(pt->store, pt->cfg->namespace, x->claims, k, t->retention ? t->retention->keep_ms : 0,
+                                 t->retention ? t->retention->response_ttl_ms : 0, &outcomes, x->err, x->errsz);
+        else
+                rc = store_probe_keys(pt->store, pt->cfg->namespace, x->claims, k, &outcomes, x->err, x->errsz);
+        if (rc)
                 return failed(x, rc);
         fault_point("after_claim");
         int *fresh = xcalloc(k ? k : 1, sizeof(*fresh));
@@ -138,6 +210,7 @@ static enum pl_rc claim(struct txn *x)
         }
         batch_claimed(&x->b, fresh);
         free(fresh);
+        report_conflict(x, 1);
         return PL_OK;
 }
 
@@ -176,14 +249,58 @@ static enum pl_rc handle_mismatches(struct txn *x)
 /* 6. The handler, for the fresh messages in partition-offset order. */
 static enum pl_rc run_handler(struct txn *x) { return invoke_handler(x->pt, &x->b, x->err, x->errsz); }
 
-/* 7. Final statuses and first responses, in bulk. Claimed rows say DONE
- *    already (in this mode nobody sees a PENDING row: the claim and the
- *    effect are one transaction); only a rejection or a response is written. */
+/* 7. The outcomes. Optimistic: each fresh key inserted now, once, with its
+ *    final status and first response, in key order; a key another
+ *    transaction committed since the probe fails the INSERT: the batch is
+ *    rolled back, to be run again pessimistically. Pessimistic: the claimed
+ *    rows say DONE already (in this mode nobody sees a PENDING row: the claim
+ *    and the effect are one transaction); only a rejection or a response is
+ *    written, by row. */
+static enum pl_rc insert_keys(struct txn *x)
+{
+        const struct topic_conf *t = x->pt->t;
+        struct store_key_row *rows = xcalloc(x->b.nfresh ? x->b.nfresh : 1, sizeof(*rows));
+        size_t n = 0;
+        enum store_rc rc;
+        for (size_t j = 0; j < x->b.nkeys; j++) { /* key order */
+                const struct batch_item *it = &x->b.items[x->b.keys[j]];
+                const struct pl_msg *m = it->msg;
+                if (it->state != ITEM_APPLIED && it->state != ITEM_REJECTED)
+                        continue;
+                rows[n++] = (struct store_key_row){.key = m->idem_key, .key_text = m->key_text, .topic = m->topic,
+                                                   .fingerprint = m->fingerprint, .partition = m->partition,
+                                                   .offset = m->offset, .status = batch_status(it),
+                                                   .response = batch_response(it)};
+        }
+        rc = store_insert_keys(x->pt->store, x->pt->cfg->namespace, rows, n, t->retention ? t->retention->keep_ms : 0,
+                               t->retention ? t->retention->response_ttl_ms : 0, x->err, x->errsz);
+        free(rows);
+        if (rc == STORE_DATA) { /* err is the failure without its DETAIL: the store's last is not this one */
+                char why[512];
+                snprintf(why, sizeof(why), "%s", x->err);
+                snprintf(x->err, x->errsz, "a statement of dedupd refused a value of it (%s)", why);
+                return step_fail(x->pt->store, rc);
+        }
+        if (rc == STORE_CONFLICT) {
+                x->conflict = 1;
+                x->nprobed = 0;
+                x->probed = xcalloc(x->b.nkeys ? x->b.nkeys : 1, sizeof(*x->probed));
+                for (size_t j = 0; j < x->b.nkeys; j++)
+                        if (!x->b.items[x->b.keys[j]].known)
+                                x->probed[x->nprobed++] = x->b.items[x->b.keys[j]].msg->idem_key;
+                metrics_claim_conflict(t->name);
+                log_debug(x->pt->ctx, "batch of %zu: %s", x->b.n, x->err);
+        }
+        return rc ? failed(x, rc) : PL_OK;
+}
+
 static enum pl_rc record_outcomes(struct txn *x)
 {
         size_t n = x->b.nfresh, k = 0;
-        const char **rows = xcalloc(n ? 3 * n : 1, sizeof(*rows)), **statuses = rows + n, **responses = rows + 2 * n;
         enum store_rc rc;
+        if (!x->pessimistic)
+                return insert_keys(x);
+        const char **rows = xcalloc(n ? 3 * n : 1, sizeof(*rows)), **statuses = rows + n, **responses = rows + 2 * n;
         for (size_t j = 0; j < n; j++) {
                 const struct batch_item *it = &x->b.items[x->b.fresh[j]];
                 if (it->state == ITEM_APPLIED && !it->ctx.response)
@@ -295,6 +412,31 @@ static const struct txn_step {
         {"commit", commit},
 };
 
+/* The batch once, step by step. */
+static enum pl_rc txn_attempt(struct txn *x, struct pl_msg *const *msgs, size_t n, struct pl_commit *commits,
+                              size_t *ncommits)
+{
+        enum pl_rc rc = PL_OK;
+        batch_init(&x->b, x->pt->t, msgs, n);
+        for (size_t s = 0; s < sizeof(txn_steps) / sizeof(txn_steps[0]); s++) {
+                rc = txn_steps[s].run(x);
+                timeline_mark(txn_steps[s].name);
+                if (rc != PL_OK)
+                        return rc;
+        }
+        *ncommits = committed(x, commits);
+        timeline_mark("books");
+        return PL_OK;
+}
+
+/* The attempt's items and claims let go of, for another attempt or for good. */
+static void txn_clear(struct txn *x)
+{
+        batch_free(&x->b);
+        free(x->claims);
+        x->claims = NULL;
+}
+
 static enum pl_rc txn_process(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n, struct pl_commit *commits,
                               size_t *ncommits, char *err, size_t errsz)
 {
@@ -302,21 +444,21 @@ static enum pl_rc txn_process(struct pl_topic *pt, struct pl_msg *const *msgs, s
         enum pl_rc rc;
 
         *ncommits = 0;
-        batch_init(&x.b, pt->t, msgs, n);
-        for (size_t s = 0; s < sizeof(txn_steps) / sizeof(txn_steps[0]); s++) {
-                rc = txn_steps[s].run(&x);
-                timeline_mark(txn_steps[s].name);
-                if (rc != PL_OK)
-                        goto out;
+        rc = txn_attempt(&x, msgs, n, commits, ncommits);
+        if (x.conflict) {
+                /* Rolled back: at once again, claiming first. Not the messages'
+                 * attempt (nothing of theirs failed), no backoff, no split. */
+                txn_clear(&x);
+                x.pessimistic = 1;
+                err[0] = '\0';
+                rc = txn_attempt(&x, msgs, n, commits, ncommits);
+                report_conflict(&x, 0); /* when the retry failed before its claim */
         }
-        *ncommits = committed(&x, commits);
-        timeline_mark("books");
-out:
         watchdog_disarm(pt->watchdog);
         if (rc != PL_OK)
                 pt->stats->retries++;
-        batch_free(&x.b);
-        free(x.claims);
+        txn_clear(&x);
+        free(x.probed);
         return rc;
 }
 

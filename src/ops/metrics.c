@@ -35,6 +35,7 @@ enum family {
         PENDING_AGE,
         READY,
         SPLITS,
+        CLAIM_CONFLICTS,
         REPLIES_REFUSED,
         HANDLER_REFUSALS,
         FAMILIES
@@ -103,6 +104,11 @@ static const struct metric_def defs[FAMILIES] = {
                        .help = "Batches that failed without a message named (a value dedupd's own statements refused, "
                                "a handler that broke the transaction) and were split to find the one",
                        .labels = {"topic"}},
+        [CLAIM_CONFLICTS] = {.name = "dedupd_claim_conflicts_total", .type = METRIC_COUNTER,
+                       .help = "Transactional mode: batches whose keys another transaction committed between the look "
+                               "and the insert (a zombie, a second instance during a rebalance), rolled back and "
+                               "retried at once with a pessimistic claim",
+                       .labels = {"topic"}},
         [REPLIES_REFUSED] = {.name = "dedupd_replies_refused_total", .type = METRIC_COUNTER,
                        .help = "Replies not sent, in committed batches, the message applied without one: invalid (a reply-to the broker cannot "
                                "take: not UTF-8, not a legal name, too long) or not_allowed (outside reply.allow)",
@@ -163,7 +169,8 @@ void metrics_topic(const char *topic)
                 return;
         for (size_t i = 0; i < sizeof(outcomes) / sizeof(*outcomes); i++)
                 metric_inc(fam[MESSAGES], (const char *const[]){topic, outcomes[i]}, 0);
-        static const enum family per_topic[] = {MISMATCHES, BATCH_RETRIES, QUARANTINES, TAKEOVERS, EXPIRED, SPLITS};
+        static const enum family per_topic[] = {MISMATCHES, BATCH_RETRIES, QUARANTINES, TAKEOVERS, EXPIRED, SPLITS,
+                                                   CLAIM_CONFLICTS};
         for (size_t i = 0; i < sizeof(per_topic) / sizeof(*per_topic); i++)
                 metric_inc(fam[per_topic[i]], (const char *const[]){topic}, 0);
 }
@@ -238,6 +245,8 @@ void metrics_pending(uint64_t keys, double oldest_age)
 void metrics_ready(int ready) { set(READY, NULL, ready ? 1 : 0); }
 
 void metrics_split(const char *topic) { inc(SPLITS, (const char *const[]){topic}, 1); }
+
+void metrics_claim_conflict(const char *topic) { inc(CLAIM_CONFLICTS, (const char *const[]){topic}, 1); }
 
 void metrics_reply_refused(const char *topic, const char *reason)
 {

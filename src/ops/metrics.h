@@ -47,6 +47,9 @@ void metrics_pending(uint64_t keys, double oldest_age);
 void metrics_ready(int ready);
 /** A batch that failed without a message named was split (split.c). */
 void metrics_split(const char *topic);
+/** Transactional mode: a batch's optimistic claim conflicted with another
+ *  transaction's key; retried at once, pessimistically (txn.c). */
+void metrics_claim_conflict(const char *topic);
 /** A reply not sent, in a committed batch: reason "invalid" or "not_allowed". */
 void metrics_reply_refused(const char *topic, const char *reason);
 /** n host calls (call: "set_response", "emit") refused a value, in a message whose outcome committed. */

@@ -1,4 +1,4 @@
-/* keys: the statements of the transactional batch on dedupd.keys — claim, record outcomes, read first outcomes. */
+/* keys: the statements of the transactional batch on dedupd.keys — probe and insert (the optimistic claim), or claim and record outcomes (the pessimistic one), read first outcomes. */
 #include "pg/keys.h"
 
 #include <inttypes.h>
@@ -127,6 +127,155 @@ enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_ro
         store_array_free(&o);
         store_array_free(&f);
         store_array_free(&w);
+        store_array_free(&x);
+        return rc;
+}
+
+/* The probe's answer per key: absent (fresh), or a known key's outcome; a
+ * key not returned is known with this very fingerprint (matched). */
+static void probe_results(PGresult *r, struct store_claim_row *rows, size_t n, const struct store_claim_outcomes *out)
+{
+        for (size_t i = 0; i < n; i++) {
+                rows[i].matched = 1; /* unless the statement says otherwise */
+                rows[i].fresh = 0;
+                rows[i].row[0] = '\0';
+        }
+        for (int i = 0; i < PQntuples(r); i++) {
+                struct store_claim_row *row = claimed_row(rows, n, PQgetvalue(r, i, 0));
+                if (!row)
+                        continue;
+                row->matched = 0;
+                if (PQgetvalue(r, i, 1)[0] == 't')
+                        row->fresh = 1;
+                else
+                        out->cb(out->opaque, row->key, PQgetvalue(r, i, 2), PQgetisnull(r, i, 3) ? NULL : PQgetvalue(r, i, 3),
+                                PQgetisnull(r, i, 4) ? NULL : PQgetvalue(r, i, 4));
+        }
+}
+
+enum store_rc store_probe_keys(struct store *s, const char *ns, struct store_claim_row *rows, size_t n,
+                          const struct store_claim_outcomes *out, char *err, size_t errsz)
+{
+        struct store_array k = {0}, f = {0}, w = {0};
+        PGresult *r = NULL;
+        enum store_rc rc;
+
+        for (size_t i = 0; i < n; i++) {
+                store_array_text(&k, rows[i].key);
+                store_array_text(&f, rows[i].fingerprint);
+                store_array_int(&w, rows[i].want_outcome != 0);
+        }
+        const char *params[4] = {ns, store_array_finish(&k), store_array_finish(&f), store_array_finish(&w)};
+        /* The lookup is LATERAL with a LIMIT, as in store_claim, so it stays
+         * one index probe per key whatever the planner thinks of the table.
+         * p is read twice (the guard, the answer), so it is computed once. A
+         * known key whose stored fingerprint is this one's needs nothing
+         * more unless its outcome is wanted: it is not returned. Nothing is
+         * locked: a key committed by another transaction after this
+         * statement's snapshot is found by store_insert_keys. */
+        rc = store_query(s,
+                 "WITH u AS (SELECT * FROM unnest($2::text[], $3::text[], $4::int[]) AS u(k, f, w)),"
+                 " p AS (SELECT u.k, u.f, u.w, kn.idem_key AS known, kn.status, kn.response, kn.fingerprint FROM u"
+                 "       LEFT JOIN LATERAL (SELECT d.idem_key, d.status, d.response, d.fingerprint FROM dedupd.keys d"
+                 "                          WHERE d.namespace = $1 AND d.idem_key = u.k LIMIT 1) kn ON true),"
+                 /* The commit guard, while fresh keys wait for their handler (pg/session.h). */
+                 " g AS (INSERT INTO dedupd.txn_guard (xid) SELECT pg_current_xact_id()"
+                 "       WHERE EXISTS (SELECT 1 FROM p WHERE p.known IS NULL) ON CONFLICT DO NOTHING)"
+                 " SELECT p.k, p.known IS NULL, p.status, p.response, encode(p.fingerprint, 'hex') FROM p"
+                 " WHERE p.known IS NULL OR p.w = 1 OR p.fingerprint IS NULL OR p.fingerprint <> decode(p.f, 'hex')",
+                 4, params, &r, err, errsz);
+        if (rc == STORE_OK) {
+                probe_results(r, rows, n, out);
+                PQclear(r);
+        }
+        store_array_free(&k);
+        store_array_free(&f);
+        store_array_free(&w);
+        return rc;
+}
+
+/* dedupd.keys' primary key, as migration 1 made it (PostgreSQL names it). */
+#define KEYS_PKEY "keys_pkey"
+
+/* The INSERT of store_insert_keys, on the connection itself: what failed is
+ * read from its result (which constraint), which store_query does not hand
+ * back. Otherwise it is reported as store_query would. */
+static enum store_rc insert_statement(struct store *s, const char *sql, int nparams, const char *const *params,
+                                      char *err, size_t errsz)
+{
+        PGconn *c = store_conn(s);
+        enum store_rc rc = STORE_OK;
+        if (!c) {
+                snprintf(err, errsz, "not connected");
+                return STORE_CONN;
+        }
+        PGresult *r = PQexecParams(c, sql, nparams, NULL, params, NULL, NULL, 0);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+                rc = store_classify(c, r);
+                if (rc == STORE_DATA && store_unique_violation(r, "dedupd", "keys", KEYS_PKEY))
+                        rc = STORE_CONFLICT;
+                if (rc == STORE_DATA)
+                        store_failure_text(err, errsz, r);
+                else
+                        store_error_text(err, errsz, c, r);
+        }
+        PQclear(r);
+        return rc;
+}
+
+enum store_rc store_insert_keys(struct store *s, const char *ns, const struct store_key_row *rows, size_t n,
+                                int64_t keep_ms, int64_t response_ttl_ms, char *err, size_t errsz)
+{
+        char keep[24], ttl[24];
+        struct store_array k = {0}, t = {0}, p = {0}, o = {0}, f = {0}, st = {0}, rs = {0}, x = {0};
+        enum store_rc rc;
+
+        if (n == 0)
+                return STORE_OK;
+        for (size_t i = 0; i < n; i++) {
+                store_array_text(&k, rows[i].key);
+                store_array_text(&t, rows[i].topic);
+                store_array_int(&p, rows[i].partition);
+                store_array_int(&o, rows[i].offset);
+                store_array_text(&f, rows[i].fingerprint);
+                store_array_text(&st, rows[i].status);
+                store_array_text(&rs, rows[i].response);
+                store_array_text(&x, rows[i].key_text);
+        }
+        snprintf(keep, sizeof(keep), "%" PRId64, keep_ms);
+        snprintf(ttl, sizeof(ttl), "%" PRId64, response_ttl_ms);
+        const char *params[11] = {ns,
+                                  store_array_finish(&k),
+                                  store_array_finish(&t),
+                                  store_array_finish(&p),
+                                  store_array_finish(&o),
+                                  store_array_finish(&f),
+                                  keep_ms > 0 ? keep : NULL,
+                                  response_ttl_ms > 0 ? ttl : NULL,
+                                  store_array_finish(&st),
+                                  store_array_finish(&rs),
+                                  store_array_finish(&x)};
+        /* In key order, as every claimer locks (no deadlock between two
+         * batches of overlapping keys); no ON CONFLICT: a key that is there
+         * now was committed by another transaction since the probe, and
+         * the unique index says so. One heap tuple per key, with its
+         * outcome: nothing to update after. */
+        rc = insert_statement(s,
+                 "INSERT INTO dedupd.keys (namespace, idem_key, status, fingerprint, response, topic, partition,"
+                 " \"offset\", expires_at, response_expires_at, key_text)"
+                 " SELECT $1, u.k, u.s, decode(u.f, 'hex'), u.r, u.t, u.p, u.o,"
+                 " now() + $7::bigint * interval '1 millisecond', now() + $8::bigint * interval '1 millisecond', u.x"
+                 " FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[], $9::text[], $10::text[],"
+                 "             $11::text[]) AS u(k, t, p, o, f, s, r, x)"
+                 " ORDER BY u.k COLLATE \"C\"",
+                 11, params, err, errsz);
+        store_array_free(&k);
+        store_array_free(&t);
+        store_array_free(&p);
+        store_array_free(&o);
+        store_array_free(&f);
+        store_array_free(&st);
+        store_array_free(&rs);
         store_array_free(&x);
         return rc;
 }

@@ -1,4 +1,4 @@
-/* keys: the statements of the transactional batch on dedupd.keys — claim, record outcomes, read first outcomes. */
+/* keys: the statements of the transactional batch on dedupd.keys — probe and insert (the optimistic claim), or claim and record outcomes (the pessimistic one), read first outcomes. */
 #ifndef DEDUPD_PG_KEYS_H
 #define DEDUPD_PG_KEYS_H
 
@@ -14,6 +14,19 @@
 typedef void(store_outcome_cb)(void *opaque, const char *key, const char *status, const char *response,
                                const char *fingerprint_hex);
 
+/*
+ * Two ways to claim a batch's keys, both in key order (the order claimers
+ * lock in):
+ *
+ * - optimistic (store_probe_keys, then store_insert_keys): look, run the handler
+ *   on the keys found absent, then insert each of them once, with its final
+ *   outcome. The primary key is the judge: a key another transaction
+ *   committed in between makes the INSERT fail (STORE_CONFLICT).
+ * - pessimistic (store_claim, then store_record): insert first, ON CONFLICT
+ *   DO NOTHING, and update the outcome by row after the handler. It cannot
+ *   conflict: a concurrent claimer of a key waits for this transaction.
+ */
+
 /** One key to claim, and (out) what the claim found. */
 struct store_claim_row {
         const char *key, *topic, *fingerprint;
@@ -21,9 +34,9 @@ struct store_claim_row {
         int32_t partition;
         int64_t offset;
         int want_outcome;        /* in: read its first outcome when seen before (a reply needs it) */
-        int fresh;               /* out: 1 when inserted by this transaction */
+        int fresh;               /* out: 1 when inserted by this transaction (store_probe_keys: found absent) */
         int matched;             /* out: seen before with this very fingerprint; its outcome was not read */
-        char row[STORE_ROW_LEN]; /* out, when fresh: its row, for store_record */
+        char row[STORE_ROW_LEN]; /* out, when fresh (store_claim only): its row, for store_record */
 };
 
 /** Where the outcomes of keys seen before go. */
@@ -43,6 +56,40 @@ struct store_claim_outcomes {
  */
 enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_row *rows, size_t n, int64_t keep_ms,
                           int64_t response_ttl_ms, const struct store_claim_outcomes *out, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
+
+/**
+ * The optimistic claim's look: which keys (already unique and sorted) are
+ * stored, and what the batch needs of those that are, as store_claim reads
+ * it, in one read-only statement (a LATERAL ... LIMIT 1 index probe per key).
+ * The others are `fresh`: nobody's yet, and not inserted. When one is, the
+ * statement also puts the batch's commit guard in place (pg/session.h), as
+ * store_claim does when it inserts one.
+ */
+enum store_rc store_probe_keys(struct store *s, const char *ns, struct store_claim_row *rows, size_t n,
+                          const struct store_claim_outcomes *out, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
+
+/** A key store_probe_keys found absent, as it is written once: with its outcome. */
+struct store_key_row {
+        const char *key, *topic, *fingerprint;
+        const char *key_text; /* the text of a hashed key, or NULL */
+        int32_t partition;
+        int64_t offset;
+        const char *status;   /* DONE or FAILED */
+        const char *response; /* or NULL */
+};
+
+/**
+ * Insert the keys store_probe_keys found absent (sorted), each with its final
+ * status and response, fingerprint, first topic/partition/offset and expiry
+ * (as store_claim), in key order, in one plain INSERT (no ON CONFLICT).
+ * STORE_CONFLICT: another transaction committed one of them since the probe
+ * (the primary key refused it; this transaction is aborted). On STORE_DATA,
+ * err is the failure without its DETAIL (as store_last_failure).
+ */
+enum store_rc store_insert_keys(struct store *s, const char *ns, const struct store_key_row *rows, size_t n,
+                                int64_t keep_ms, int64_t response_ttl_ms, char *err, size_t errsz)
         __attribute__((warn_unused_result));
 
 /**

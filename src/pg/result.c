@@ -40,6 +40,27 @@ enum store_rc store_classify(PGconn *conn, const PGresult *res)
         return STORE_ERROR;
 }
 
+/* A field of a failed result, compared (absent: no match). */
+static int field_is(const PGresult *res, int field, const char *want)
+{
+        const char *v = PQresultErrorField(res, field);
+        return v && !strcmp(v, want);
+}
+
+int store_unique_violation(const PGresult *res, const char *schema, const char *table, const char *constraint)
+{
+        return res && field_is(res, PG_DIAG_SQLSTATE, "23505") && field_is(res, PG_DIAG_SCHEMA_NAME, schema) &&
+               field_is(res, PG_DIAG_TABLE_NAME, table) && field_is(res, PG_DIAG_CONSTRAINT_NAME, constraint);
+}
+
+void store_failure_text(char *buf, size_t sz, const PGresult *res)
+{
+        const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+        const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+        snprintf(buf, sz, "SQLSTATE %s: %s", state ? state : "none", primary ? primary : "no message");
+        store_one_line(buf);
+}
+
 void store_one_line(char *msg)
 {
         /* libpq messages span lines ("...\n\tThis probably means..."); a log
