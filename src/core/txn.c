@@ -275,12 +275,6 @@ static enum pl_rc insert_keys(struct txn *x)
         rc = store_insert_keys(x->pt->store, x->pt->cfg->namespace, rows, n, t->retention ? t->retention->keep_ms : 0,
                                t->retention ? t->retention->response_ttl_ms : 0, x->err, x->errsz);
         free(rows);
-        if (rc == STORE_DATA) { /* err is the failure without its DETAIL: the store's last is not this one */
-                char why[512];
-                snprintf(why, sizeof(why), "%s", x->err);
-                snprintf(x->err, x->errsz, "a statement of dedupd refused a value of it (%s)", why);
-                return step_fail(x->pt->store, rc);
-        }
         if (rc == STORE_CONFLICT) {
                 x->conflict = 1;
                 x->nprobed = 0;

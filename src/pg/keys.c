@@ -94,7 +94,7 @@ enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_ro
          * namespace whenever the planner thinks that cheaper than the probes. A known key
          * whose stored fingerprint is this one's needs nothing more (no
          * mismatch) unless its outcome is wanted: it is not returned. */
-        rc = store_query(s,
+        rc = store_query_hot(s,
                  "WITH u AS (SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[],"
                  "           $9::int[], $10::text[]) AS u(k, t, p, o, f, w, x)),"
                  " ins AS (INSERT INTO dedupd.keys (namespace, idem_key, status, fingerprint, topic, partition,"
@@ -173,7 +173,7 @@ enum store_rc store_probe_keys(struct store *s, const char *ns, struct store_cla
          * more unless its outcome is wanted: it is not returned. Nothing is
          * locked: a key committed by another transaction after this
          * statement's snapshot is found by store_insert_keys. */
-        rc = store_query(s,
+        rc = store_query_hot(s,
                  "WITH u AS (SELECT * FROM unnest($2::text[], $3::text[], $4::int[]) AS u(k, f, w)),"
                  " p AS (SELECT u.k, u.f, u.w, kn.idem_key AS known, kn.status, kn.response, kn.fingerprint FROM u"
                  "       LEFT JOIN LATERAL (SELECT d.idem_key, d.status, d.response, d.fingerprint FROM dedupd.keys d"
@@ -191,35 +191,6 @@ enum store_rc store_probe_keys(struct store *s, const char *ns, struct store_cla
         store_array_free(&k);
         store_array_free(&f);
         store_array_free(&w);
-        return rc;
-}
-
-/* dedupd.keys' primary key, as migration 1 made it (PostgreSQL names it). */
-#define KEYS_PKEY "keys_pkey"
-
-/* The INSERT of store_insert_keys, on the connection itself: what failed is
- * read from its result (which constraint), which store_query does not hand
- * back. Otherwise it is reported as store_query would. */
-static enum store_rc insert_statement(struct store *s, const char *sql, int nparams, const char *const *params,
-                                      char *err, size_t errsz)
-{
-        PGconn *c = store_conn(s);
-        enum store_rc rc = STORE_OK;
-        if (!c) {
-                snprintf(err, errsz, "not connected");
-                return STORE_CONN;
-        }
-        PGresult *r = PQexecParams(c, sql, nparams, NULL, params, NULL, NULL, 0);
-        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-                rc = store_classify(c, r);
-                if (rc == STORE_DATA && store_unique_violation(r, "dedupd", "keys", KEYS_PKEY))
-                        rc = STORE_CONFLICT;
-                if (rc == STORE_DATA)
-                        store_failure_text(err, errsz, r);
-                else
-                        store_error_text(err, errsz, c, r);
-        }
-        PQclear(r);
         return rc;
 }
 
@@ -260,7 +231,7 @@ enum store_rc store_insert_keys(struct store *s, const char *ns, const struct st
          * now was committed by another transaction since the probe, and
          * the unique index says so. One heap tuple per key, with its
          * outcome: nothing to update after. */
-        rc = insert_statement(s,
+        rc = store_query_hot(s,
                  "INSERT INTO dedupd.keys (namespace, idem_key, status, fingerprint, response, topic, partition,"
                  " \"offset\", expires_at, response_expires_at, key_text)"
                  " SELECT $1, u.k, u.s, decode(u.f, 'hex'), u.r, u.t, u.p, u.o,"
@@ -268,7 +239,9 @@ enum store_rc store_insert_keys(struct store *s, const char *ns, const struct st
                  " FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[], $9::text[], $10::text[],"
                  "             $11::text[]) AS u(k, t, p, o, f, s, r, x)"
                  " ORDER BY u.k COLLATE \"C\"",
-                 11, params, err, errsz);
+                 11, params, NULL, err, errsz);
+        if (rc == STORE_DATA && store_last_keys_conflict(s))
+                rc = STORE_CONFLICT;
         store_array_free(&k);
         store_array_free(&t);
         store_array_free(&p);
@@ -298,7 +271,7 @@ enum store_rc store_record(struct store *s, size_t n, const char *const *rows, c
          * statistics, and a young table's mislead the planner into reading
          * every row of the namespace per batch. The rows are this
          * transaction's own inserts: nobody else can move them. */
-        rc = store_query(s,
+        rc = store_query_hot(s,
                  "UPDATE dedupd.keys AS d SET status = u.s, response = u.r, updated_at = now()"
                  " FROM unnest($1::tid[], $2::text[], $3::text[]) AS u(w, s, r)"
                  " WHERE d.ctid = u.w",

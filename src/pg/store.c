@@ -27,6 +27,7 @@ struct store {
         int batch;              /* a batch's transaction set the read-only default (store_begin_batch) */
         int pooled;             /* a pooler between: each transaction may run in another server session */
         char failure[320];      /* the last failed statement: SQLSTATE and primary message, no detail */
+        int keys_conflict;      /* it failed on dedupd.keys' primary key (unique_violation) */
         const char *prepared[STORE_PREPARED_MAX]; /* the statements prepared on this connection, as "s<i>" */
         size_t nprepared;
 };
@@ -36,12 +37,11 @@ struct store {
  * bytes, which a dead-letter header must not carry. */
 static void remember_failure(struct store *s, const PGresult *r)
 {
-        const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-        const char *primary = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-        snprintf(s->failure, sizeof(s->failure), "SQLSTATE %s: %s", state ? state : "none",
-                 primary ? primary : "no message");
-        store_one_line(s->failure);
+        store_failure_text(s->failure, sizeof(s->failure), r);
+        s->keys_conflict = store_unique_violation(r, "dedupd", "keys", "keys_pkey");
 }
+
+int store_last_keys_conflict(const struct store *s) { return s->keys_conflict; }
 
 const char *store_last_failure(const struct store *s) { return s->failure; }
 

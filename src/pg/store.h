@@ -50,6 +50,9 @@ enum store_rc store_exec(struct store *s, const char *sql, char *err, size_t err
  *  out is not NULL) holds the result, to be PQclear'ed by the caller. */
 enum store_rc store_query(struct store *s, const char *sql, int nparams, const char *const *params,
                           PGresult **out, char *err, size_t errsz) __attribute__((warn_unused_result));
+/** 1 when the last failed statement failed on dedupd.keys' primary key
+ *  (unique_violation): a key another transaction committed meanwhile. */
+int store_last_keys_conflict(const struct store *s);
 /** The same, for a statement every batch sends (sql a constant text):
  *  prepared once per connection and executed by name, so the server parses
  *  and plans it once; behind a pooler it is sent as store_query does. */
