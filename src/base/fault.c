@@ -2,6 +2,7 @@
 #include "base/fault.h"
 
 #ifdef DEDUPD_FAULT_POINTS
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +14,11 @@ static int parsed;
 static char point[64];
 static long nth = 1, hits;
 static int sig = SIGKILL;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* partition workers pass points at once */
 
 void fault_point(const char *name)
 {
+        pthread_mutex_lock(&lock);
         if (!parsed) {
                 const char *env = getenv("DEDUPD_FAULT");
                 parsed = 1;
@@ -28,7 +31,9 @@ void fault_point(const char *name)
                         log_warn("fault", "armed: %s on hit %ld -> %s", point, nth, action);
                 }
         }
-        if (!point[0] || strcmp(point, name) || ++hits != nth)
+        int hit = point[0] && !strcmp(point, name) && ++hits == nth;
+        pthread_mutex_unlock(&lock);
+        if (!hit)
                 return;
         log_warn("fault", "fault point %s reached: raising %s", name, sig == SIGKILL ? "SIGKILL" : "SIGSTOP");
         raise(sig);
