@@ -40,6 +40,7 @@ struct pl_topic {
         struct pl_stats *stats;
         struct part_states *parts;
         size_t *outbox_pending;    /* rows written to the outbox since the relay last ran */
+        int64_t optimistic_after;  /* txn.c: claims pessimistically until then (log_now_ms()), after contention */
         char ctx[200];             /* "topic:<name>", the log context */
 };
 

@@ -431,15 +431,41 @@ static void txn_clear(struct txn *x)
         x->claims = NULL;
 }
 
+/* How long a topic claims pessimistically after its optimistic claim met
+ * another transaction on the same keys: contention (competing consumers, a
+ * zombie, a rebalance) tends to last, and an optimistic batch, which takes
+ * its handler's locks before its keys', can deadlock with a pessimistic one,
+ * which takes them the other way round. */
+#define PESSIMISTIC_MS 60000
+
+/* An optimistic attempt that failed in a way contention on its keys can
+ * cause: a conflict; a deadlock or serialization failure of dedupd's
+ * statements; a handler that left the transaction aborted (its deadlock
+ * looks the same). Run again pessimistically, it fails again only for a
+ * reason of its own (then split, retried, ... as any batch). */
+static int contended(const struct txn *x, enum pl_rc rc)
+{
+        const char *f = store_last_failure(x->pt->store);
+        if (x->pessimistic)
+                return 0;
+        return x->conflict || rc == PL_SPLIT ||
+               (rc == PL_RETRY && (strstr(f, "SQLSTATE 40P01") || strstr(f, "SQLSTATE 40001")));
+}
+
 static enum pl_rc txn_process(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n, struct pl_commit *commits,
                               size_t *ncommits, char *err, size_t errsz)
 {
-        struct txn x = {.pt = pt, .err = err, .errsz = errsz};
+        struct txn x = {.pt = pt, .err = err, .errsz = errsz, .pessimistic = log_now_ms() < pt->optimistic_after};
         enum pl_rc rc;
 
         *ncommits = 0;
         rc = txn_attempt(&x, msgs, n, commits, ncommits);
-        if (x.conflict) {
+        if (contended(&x, rc)) {
+                if (!x.conflict)
+                        log_info(pt->ctx, "batch of %zu failed (%s): run again at once with a pessimistic claim, in case "
+                                          "another transaction on its keys caused it",
+                                 n, err);
+                pt->optimistic_after = log_now_ms() + PESSIMISTIC_MS;
                 /* Rolled back: at once again, claiming first. Not the messages'
                  * attempt (nothing of theirs failed), no backoff, no split. */
                 txn_clear(&x);

@@ -260,22 +260,14 @@ void store_rollback(struct store *s)
                 log_debug("store", "rollback: %s", err);
 }
 
-/* Run a parameterised statement; parameters are text unless formats says binary. */
-static enum store_rc run_params(struct store *s, const char *sql, int nparams, const char *const *params,
-                                const int *lengths, const int *formats, PGresult **out, char *err,
-                                size_t errsz)
+/* A statement's result: kept in *out (or cleared) when it succeeded, else
+ * its failure remembered, in err and classified. */
+static enum store_rc take_result(struct store *s, PGresult *r, PGresult **out, char *err, size_t errsz)
 {
-        PGresult *r;
-        enum store_rc rc = STORE_OK;
-        if (!s->conn) {
-                snprintf(err, errsz, "not connected");
-                return STORE_CONN;
-        }
-        r = PQexecParams(s->conn, sql, nparams, NULL, params, lengths, formats, 0);
         if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
                 store_error_text(err, errsz, s->conn, r);
                 remember_failure(s, r);
-                rc = store_classify(s->conn, r);
+                enum store_rc rc = store_classify(s->conn, r);
                 PQclear(r);
                 return rc;
         }
@@ -283,7 +275,19 @@ static enum store_rc run_params(struct store *s, const char *sql, int nparams, c
                 *out = r;
         else
                 PQclear(r);
-        return rc;
+        return STORE_OK;
+}
+
+/* Run a parameterised statement; parameters are text unless formats says binary. */
+static enum store_rc run_params(struct store *s, const char *sql, int nparams, const char *const *params,
+                                const int *lengths, const int *formats, PGresult **out, char *err,
+                                size_t errsz)
+{
+        if (!s->conn) {
+                snprintf(err, errsz, "not connected");
+                return STORE_CONN;
+        }
+        return take_result(s, PQexecParams(s->conn, sql, nparams, NULL, params, lengths, formats, 0), out, err, errsz);
 }
 
 static enum store_rc run(struct store *s, const char *sql, int nparams, const char *const *params,
@@ -337,19 +341,7 @@ enum store_rc store_query_hot(struct store *s, const char *sql, int nparams, con
                 return run(s, sql, nparams, params, out, err, errsz);
         if (!(n = prepared_name(s, sql, name, sizeof(name), &rc, err, errsz)))
                 return rc ? rc : run(s, sql, nparams, params, out, err, errsz);
-        PGresult *r = PQexecPrepared(s->conn, n, nparams, params, NULL, NULL, 0);
-        if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
-                store_error_text(err, errsz, s->conn, r);
-                remember_failure(s, r);
-                rc = store_classify(s->conn, r);
-                PQclear(r);
-                return rc;
-        }
-        if (out)
-                *out = r;
-        else
-                PQclear(r);
-        return STORE_OK;
+        return take_result(s, PQexecPrepared(s->conn, n, nparams, params, NULL, NULL, 0), out, err, errsz);
 }
 
 enum store_rc store_query_binary(struct store *s, const char *sql, int nparams, const char *const *params,
