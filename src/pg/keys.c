@@ -52,39 +52,74 @@ static void claim_results(PGresult *r, struct store_claim_row *rows, size_t n, c
         }
 }
 
+/* What the claim and the keys' INSERT bind alike: $1 the namespace, $2..$6
+ * each key's key, topic, partition, offset and fingerprint, $7 and $8 when
+ * keys and responses expire; each statement binds its key_text (x) last. */
+struct key_params {
+        struct store_array k, t, p, o, f, x;
+        char keep[24], ttl[24];
+};
+
+static void key_params_add(struct key_params *kp, const char *key, const char *topic, int32_t partition,
+                           int64_t offset, const char *fingerprint, const char *key_text)
+{
+        store_array_text(&kp->k, key);
+        store_array_text(&kp->t, topic);
+        store_array_int(&kp->p, partition);
+        store_array_int(&kp->o, offset);
+        store_array_text(&kp->f, fingerprint);
+        store_array_text(&kp->x, key_text);
+}
+
+/* params[0..7]; the key_text array is key_params_text's. */
+static void key_params_bind(struct key_params *kp, const char *ns, int64_t keep_ms, int64_t response_ttl_ms,
+                            const char **params)
+{
+        snprintf(kp->keep, sizeof(kp->keep), "%" PRId64, keep_ms);
+        snprintf(kp->ttl, sizeof(kp->ttl), "%" PRId64, response_ttl_ms);
+        params[0] = ns;
+        params[1] = store_array_finish(&kp->k);
+        params[2] = store_array_finish(&kp->t);
+        params[3] = store_array_finish(&kp->p);
+        params[4] = store_array_finish(&kp->o);
+        params[5] = store_array_finish(&kp->f);
+        params[6] = keep_ms > 0 ? kp->keep : NULL;
+        params[7] = response_ttl_ms > 0 ? kp->ttl : NULL;
+}
+
+static const char *key_params_text(struct key_params *kp) { return store_array_finish(&kp->x); }
+
+static void key_params_free(struct key_params *kp)
+{
+        store_array_free(&kp->k);
+        store_array_free(&kp->t);
+        store_array_free(&kp->p);
+        store_array_free(&kp->o);
+        store_array_free(&kp->f);
+        store_array_free(&kp->x);
+}
+
 enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_row *rows, size_t n, int64_t keep_ms,
                           int64_t response_ttl_ms, const struct store_claim_outcomes *out, char *err, size_t errsz)
 {
-        char keep[24], ttl[24];
-        struct store_array k = {0}, t = {0}, p = {0}, o = {0}, f = {0}, w = {0}, x = {0};
+        struct key_params kp = {0};
+        struct store_array w = {0};
         PGresult *r = NULL;
         enum store_rc rc;
         size_t nunseen = 0;
         const char **unseen = xcalloc(n ? n : 1, sizeof(*unseen));
+        const char *params[10];
 
         for (size_t i = 0; i < n; i++) {
-                store_array_text(&k, rows[i].key);
-                store_array_text(&t, rows[i].topic);
-                store_array_int(&p, rows[i].partition);
-                store_array_int(&o, rows[i].offset);
-                store_array_text(&f, rows[i].fingerprint);
+                key_params_add(&kp, rows[i].key, rows[i].topic, rows[i].partition, rows[i].offset,
+                               rows[i].fingerprint, rows[i].key_text);
                 store_array_int(&w, rows[i].want_outcome != 0);
-                store_array_text(&x, rows[i].key_text);
                 rows[i].fresh = 0;
                 rows[i].row[0] = '\0';
         }
-        snprintf(keep, sizeof(keep), "%" PRId64, keep_ms);
-        snprintf(ttl, sizeof(ttl), "%" PRId64, response_ttl_ms);
-        const char *params[10] = {ns,
-                                 store_array_finish(&k),
-                                 store_array_finish(&t),
-                                 store_array_finish(&p),
-                                 store_array_finish(&o),
-                                 store_array_finish(&f),
-                                 keep_ms > 0 ? keep : NULL,
-                                 response_ttl_ms > 0 ? ttl : NULL,
-                                 store_array_finish(&w),
-                                 store_array_finish(&x)};
+        key_params_bind(&kp, ns, keep_ms, response_ttl_ms, params);
+        params[8] = store_array_finish(&w);
+        params[9] = key_params_text(&kp);
         /* ORDER BY: rows are inserted, and their index entries locked, in key
          * order, so two claimers of overlapping batches never deadlock. The
          * lookup of a key seen before shares the statement's snapshot
@@ -121,13 +156,8 @@ enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_ro
                 rc = store_outcomes(s, ns, nunseen, unseen, out->cb, out->opaque, err, errsz);
         }
         free(unseen);
-        store_array_free(&k);
-        store_array_free(&t);
-        store_array_free(&p);
-        store_array_free(&o);
-        store_array_free(&f);
+        key_params_free(&kp);
         store_array_free(&w);
-        store_array_free(&x);
         return rc;
 }
 
@@ -197,35 +227,23 @@ enum store_rc store_probe_keys(struct store *s, const char *ns, struct store_cla
 enum store_rc store_insert_keys(struct store *s, const char *ns, const struct store_key_row *rows, size_t n,
                                 int64_t keep_ms, int64_t response_ttl_ms, char *err, size_t errsz)
 {
-        char keep[24], ttl[24];
-        struct store_array k = {0}, t = {0}, p = {0}, o = {0}, f = {0}, st = {0}, rs = {0}, x = {0};
+        struct key_params kp = {0};
+        struct store_array st = {0}, rs = {0};
         enum store_rc rc;
+        const char *params[11];
 
         if (n == 0)
                 return STORE_OK;
         for (size_t i = 0; i < n; i++) {
-                store_array_text(&k, rows[i].key);
-                store_array_text(&t, rows[i].topic);
-                store_array_int(&p, rows[i].partition);
-                store_array_int(&o, rows[i].offset);
-                store_array_text(&f, rows[i].fingerprint);
+                key_params_add(&kp, rows[i].key, rows[i].topic, rows[i].partition, rows[i].offset,
+                               rows[i].fingerprint, rows[i].key_text);
                 store_array_text(&st, rows[i].status);
                 store_array_text(&rs, rows[i].response);
-                store_array_text(&x, rows[i].key_text);
         }
-        snprintf(keep, sizeof(keep), "%" PRId64, keep_ms);
-        snprintf(ttl, sizeof(ttl), "%" PRId64, response_ttl_ms);
-        const char *params[11] = {ns,
-                                  store_array_finish(&k),
-                                  store_array_finish(&t),
-                                  store_array_finish(&p),
-                                  store_array_finish(&o),
-                                  store_array_finish(&f),
-                                  keep_ms > 0 ? keep : NULL,
-                                  response_ttl_ms > 0 ? ttl : NULL,
-                                  store_array_finish(&st),
-                                  store_array_finish(&rs),
-                                  store_array_finish(&x)};
+        key_params_bind(&kp, ns, keep_ms, response_ttl_ms, params);
+        params[8] = store_array_finish(&st);
+        params[9] = store_array_finish(&rs);
+        params[10] = key_params_text(&kp);
         /* In key order, as every claimer locks (no deadlock between two
          * batches of overlapping keys); no ON CONFLICT: a key that is there
          * now was committed by another transaction since the probe, and
@@ -242,14 +260,9 @@ enum store_rc store_insert_keys(struct store *s, const char *ns, const struct st
                  11, params, NULL, err, errsz);
         if (rc == STORE_DATA && store_last_keys_conflict(s))
                 rc = STORE_CONFLICT;
-        store_array_free(&k);
-        store_array_free(&t);
-        store_array_free(&p);
-        store_array_free(&o);
-        store_array_free(&f);
+        key_params_free(&kp);
         store_array_free(&st);
         store_array_free(&rs);
-        store_array_free(&x);
         return rc;
 }
 

@@ -6,7 +6,8 @@
 # What a user sees: every key's effect exactly once (the two by the rival, none of them by dedupd), the rival's
 # outcome kept, the batch committed once, nobody's attempt counted, no backoff, no split, the offsets through, and
 # the conflict logged and counted (dedupd_claim_conflicts_total). Once per message (handle) and once set-oriented
-# (handle_batch).
+# (handle_batch). All in one partition, so r1 and r2 are in the first batch: after a conflict the topic claims
+# pessimistically for a minute, and a rival key in a later batch would be dedupd's (the rival then fails to take it).
 . "$(dirname "$0")/lib.sh"
 
 sql "CREATE TABLE rival_effects (idem_key text NOT NULL, applied_by text NOT NULL)"
@@ -39,7 +40,7 @@ YAML
         { for i in $(seq 1 3); do printf '{"order_id":"m%d"}\n' "$i"; done
           printf '{"order_id":"r1"}\n{"order_id":"r2"}\n'
           for i in $(seq 4 40); do printf '{"order_id":"m%d"}\n' "$i"; done
-          printf '{"order_id":"r1"}\n{"order_id":"m5"}\n'; } | "$KT" produce -t "$T"
+          printf '{"order_id":"r1"}\n{"order_id":"m5"}\n'; } | "$KT" produce -t "$T" -p 0
         start "d-$per" "$WORK/$per.yaml"
         wait_done "$T" 60
         local addr conflicts retries
