@@ -36,7 +36,10 @@
  * would hold while the others starve: past this many batches buffered, its
  * partitions pause (what the client had fetched of them is fetched again on
  * resume) and the others' messages flow. */
-#define BEHIND_BATCHES 32
+#define BEHIND_BATCHES 16
+/* In payload bytes (limits.batch_bytes each), the one in flight and the next:
+ * large messages are held back sooner (the RSS stays bounded). */
+#define BEHIND_BYTES_BATCHES 2
 static const char behind_reason[] = "its worker is behind (batches buffered)";
 
 /*
@@ -67,7 +70,7 @@ struct tbuf {
         int again;             /* the batch was narrowed (PL_SPLIT): its next try runs on the next turn */
         size_t bytes;          /* payload bytes buffered (limits.batch_bytes) */
         int was_behind;        /* paused because behind (logged at debug) */
-        int behind;            /* workers: BEHIND_BATCHES batches buffered, its partitions pause (till half that) */
+        int behind;            /* workers: BEHIND_BATCHES batches buffered (or BEHIND_BYTES_BATCHES of bytes), its partitions pause */
 };
 
 /* An assigned partition, and whether the source fetches it. */
@@ -136,9 +139,9 @@ static void tbuf_behind(const struct runner *r, struct tbuf *b)
         size_t max = (size_t)r->cfg->topics[b->topic].batch_max_messages, lim = (size_t)r->cfg->limit_batch_bytes;
         if (r->nlanes < 2)
                 return;
-        if (b->cnt >= BEHIND_BATCHES * max || b->bytes >= BEHIND_BATCHES * lim)
+        if (b->cnt >= BEHIND_BATCHES * max || b->bytes >= BEHIND_BYTES_BATCHES * lim)
                 b->behind = 1;
-        else if (b->cnt < BEHIND_BATCHES / 2 * max && b->bytes < BEHIND_BATCHES / 2 * lim)
+        else if (b->cnt < BEHIND_BATCHES / 2 * max && b->bytes < lim)
                 b->behind = 0;
 }
 
@@ -1059,7 +1062,7 @@ static int backlogged(const struct runner *r)
         for (size_t bi = 0; bi < r->nbufs; bi++) {
                 const struct tbuf *b = &r->bufs[bi];
                 if (b->inflight && (b->cnt >= 2 * BEHIND_BATCHES * (size_t)r->cfg->topics[b->topic].batch_max_messages ||
-                                    b->bytes >= 2 * BEHIND_BATCHES * (size_t)r->cfg->limit_batch_bytes))
+                                    b->bytes >= 2 * BEHIND_BYTES_BATCHES * (size_t)r->cfg->limit_batch_bytes))
                         return 1;
         }
         return 0;
