@@ -10,15 +10,14 @@
 #include "base/keyspec.h"
 #include "core/loader.h"
 #include "base/log.h"
-#include "base/version.h"
+#include "ops/version.h"
 #include "tools/replay.h"
-#include "tools/replay_nats.h"
 #include "core/retention.h"
 #include "tools/check.h"
 #include "tools/outbox.h"
 #include "tools/plan.h"
 #include "tools/rows.h"
-#include "source/kafka/topics.h"
+#include "source/brokers.h"
 #include "pg/audit.h"
 #include "pg/store.h"
 #include "pg/grants.h"
@@ -87,7 +86,7 @@ static void usage(FILE *fp)
                 "                         doubt, counters (and since TIME), lag per partition; exit 1\n"
                 "                         listing every anomaly with its key and origin\n"
                 "  help-config            every configuration key with its default\n"
-                "  -V, --version          versions: dedupctl, handler ABI, librdkafka, libpq\n"
+                "  -V, --version          versions: dedupctl, handler ABI, the brokers' libraries, libpq\n"
                 "\n"
                 "TIME: ISO-8601 with a zone (2026-11-29T20:00:00Z, 2026-11-29T21:00:00+01:00) or epoch\n"
                 "milliseconds.\n"
@@ -349,14 +348,13 @@ static int replay_opts_from(const struct args *a, struct replay_opts *o, int32_t
 
 static int cmd_replay(struct config *cfg, const struct replay_opts *o)
 {
+        const struct broker *b = broker_of(cfg);
         char err[1024];
-        if (cfg->source == SOURCE_RABBITMQ) {
-                fprintf(stderr, "dedupctl replay: source rabbitmq has no offsets to move back: publish the "
-                                "messages again instead (the dedup table absorbs the ones already done)\n");
+        if (!b->replay) {
+                fprintf(stderr, "dedupctl replay: %s\n", b->no_replay);
                 return REPLAY_USAGE;
         }
-        enum replay_rc rc = cfg->source == SOURCE_NATS ? replay_nats(cfg, o, err, sizeof(err))
-                                                       : replay_run(cfg, o, err, sizeof(err));
+        enum replay_rc rc = b->replay(cfg, o, err, sizeof(err));
         if (rc != REPLAY_OK)
                 fprintf(stderr, "dedupctl replay: %s\n", err);
         return (int)rc;
@@ -637,7 +635,7 @@ static int run_command(enum cmd_id id, const struct args *a, int nwords, char *c
         switch (id) {
         case CMD_CHECK: {
                 struct check_opts co = {.print = a->print, .offline = a->offline,
-                                        .broker_timeout_ms = TOPICS_CHECK_TIMEOUT_MS, .out = stdout, .err = stderr};
+                                        .broker_timeout_ms = BROKER_CHECK_TIMEOUT_MS, .out = stdout, .err = stderr};
                 rc = (int)check_run(cfg, &co);
                 break;
         }

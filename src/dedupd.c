@@ -6,33 +6,23 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <librdkafka/rdkafka.h>
-
 #include "base/config.h"
 #include "base/hostport.h"
 
 #include "base/mem.h"
 #include "core/runner.h"
 #include "core/sink_lock.h"
-#include "source/kafka/consumer.h"
 #include "base/lint.h"
-#include "source/kafka/producer.h"
 #include "base/log.h"
-#include "base/version.h"
+#include "ops/version.h"
 #include "core/pipeline.h"
 #include "core/retention.h"
 #include "pg/conninfo.h"
 #include "pg/replication.h"
 #include "pg/store.h"
 #include "pg/schema.h"
-#include "source/kafka/topics.h"
-#include "source/nats/consumers.h"
-#include "source/nats/publisher.h"
-#include "source/nats/source.h"
-#include "source/rabbitmq/consumer.h"
-#include "source/rabbitmq/publisher.h"
-#include "source/rabbitmq/queues.h"
 #include "core/watchdog.h"
+#include "source/brokers.h"
 #include "ops/health.h"
 #include "ops/http.h"
 #include "ops/metrics.h"
@@ -96,13 +86,10 @@ static void usage(FILE *fp)
 /* What the daemon is made of, in the order it is built (freed in reverse). */
 struct daemon {
         struct config *cfg;
+        const struct broker *broker; /* the one the configuration names */
+        struct broker_run *run;      /* its side of this daemon: connection, publisher */
         int64_t deadline_ms; /* startup must be over by then (log_now_ms()); 0: no deadline */
-        int64_t *dlq_max_bytes; /* per topic, what its dead-letter topic takes */
         struct store *store;
-        struct producer *producer;
-        struct nats_link nats;           /* source: nats — the one connection */
-        struct nats_publisher *nats_pub; /* source: nats — the sink */
-        struct rmq_publisher *rmq_pub;   /* source: rabbitmq — the sink */
         struct pipeline *pl;
         struct watchdog *wd;
         int idle_tx_ms;                 /* idle_in_transaction_session_timeout of every connection */
@@ -176,7 +163,7 @@ static void catch_signals(void)
  * watchdog interval. */
 static int start_ops(struct daemon *d)
 {
-        char err[512], abi[16], pq[16];
+        char err[512], abi[16], pq[16], client[128];
         const struct config *cfg = d->cfg;
         int64_t stall_ms = 30000;
         const char *names[cfg->topic_cnt ? cfg->topic_cnt : 1];
@@ -187,7 +174,7 @@ static int start_ops(struct daemon *d)
         }
         snprintf(abi, sizeof(abi), "%d", DEDUPD_HANDLER_ABI_MAJOR);
         metrics_init();
-        metrics_build_info(DEDUPD_VERSION, abi, rd_kafka_version_str(), version_libpq(pq, sizeof(pq)));
+        metrics_build_info(DEDUPD_VERSION, abi, d->broker->versions(client, sizeof(client)), version_libpq(pq, sizeof(pq)));
         health_init(stall_ms, cfg->topic_cnt, names);
         health_beat(log_now_ms());
         int64_t wd = notify_init();
@@ -236,102 +223,35 @@ static int startup_gives_up(const struct daemon *d, struct log_ratelimit *rl, co
         return 1;
 }
 
-/* Every topic and dead-letter topic exists (or is created,
- * dead_letter.create), dead letters fit, no class keeps keys shorter than
- * its topic keeps messages. While no broker answers it waits (a clean stop
- * still works) until the startup deadline. The exit code, or -1 to go on. */
-static int check_topics(struct daemon *d)
+/* The broker's side of startup (Kafka's topics, NATS's stream, RabbitMQ's
+ * queues, as the broker checks them): while it does not answer, wait (a
+ * clean stop still works) until the startup deadline. The exit code, or -1
+ * to go on. */
+static int check_broker(struct daemon *d)
 {
         struct log_ratelimit rl = {0};
         char err[1600];
         int rc = -1;
         for (;;) {
                 int64_t left = startup_left(d);
-                int timeout = left < TOPICS_CHECK_TIMEOUT_MS ? (int)(left > 1000 ? left : 1000) : TOPICS_CHECK_TIMEOUT_MS;
-                enum topics_rc t = topics_check(d->cfg, TOPICS_CREATE_MISSING, timeout, NULL, NULL, d->dlq_max_bytes,
-                                                err, sizeof(err));
-                if (t == TOPICS_REFUSED) { /* a wrong CA or password: no wait mends it */
+                enum broker_probe p = d->broker->probe(d->run, left < INT32_MAX ? (int)left : INT32_MAX, err, sizeof(err));
+                if (p != BROKER_WAIT) {
                         log_ratelimit_flush(&rl);
-                        log_error("dedupd", "startup: %s", err);
-                        rc = 1;
-                        break;
-                }
-                if (t != TOPICS_UNREACHABLE) {
-                        rc = t == TOPICS_OK ? -1 : 2;
-                        break;
-                }
-                health_beat(log_now_ms()); /* alive, waiting: not ready */
-                log_limited(&rl, 1, 10000, LOG_WARN, "dedupd", "waiting for the broker: %s (retrying)", err);
-                startup_pause(d, 1000);
-                if ((rc = startup_gives_up(d, &rl, "the broker", err)) >= 0)
-                        break;
-        }
-        log_ratelimit_flush(&rl);
-        return rc;
-}
-
-/* source: nats — the server reached (waiting for it until the startup
- * deadline, a clean stop still works) and the stream there. The exit code,
- * or -1 to go on. */
-static int connect_nats(struct daemon *d)
-{
-        struct log_ratelimit rl = {0};
-        char err[1024];
-        int rc = -1;
-        for (;;) {
-                enum nats_check_rc c = NATS_CHECK_UNREACHABLE;
-                if (d->nats.nc || !nats_link_open(&d->nats, d->cfg, err, sizeof(err)))
-                        c = nats_stream_check(&d->nats, d->cfg, NULL, err, sizeof(err));
-                if (c != NATS_CHECK_UNREACHABLE) {
-                        if (c == NATS_CHECK_FAILED)
+                        if (p == BROKER_REFUSED) /* a wrong CA or password: no wait mends it */
+                                log_error("dedupd", "startup: %s", err);
+                        else if (p == BROKER_INVALID && err[0])
                                 log_error("dedupd", "%s", err);
-                        rc = c == NATS_CHECK_OK ? -1 : 2;
+                        rc = p == BROKER_READY ? -1 : p == BROKER_REFUSED ? 1 : 2;
                         break;
                 }
                 health_beat(log_now_ms()); /* alive, waiting: not ready */
-                log_limited(&rl, 1, 10000, LOG_WARN, "dedupd", "waiting for NATS: %s (retrying)", err);
+                log_limited(&rl, 1, 10000, LOG_WARN, "dedupd", "waiting for %s: %s (retrying)", d->broker->awaited, err);
                 startup_pause(d, 1000);
-                if ((rc = startup_gives_up(d, &rl, "NATS", err)) >= 0)
-                        break;
-        }
-        log_ratelimit_flush(&rl);
-        if (rc < 0)
-                log_info("dedupd", "connected to NATS %s, stream %s", d->nats.server, d->cfg->nats_stream);
-        return rc;
-}
-
-/* source: rabbitmq — every queue (and the dead-letter exchange) there,
- * waiting for the broker until the startup deadline as for the others. The
- * exit code, or -1 to go on. */
-static int check_queues(struct daemon *d)
-{
-        struct log_ratelimit rl = {0};
-        char err[1024];
-        int rc = -1;
-        for (;;) {
-                enum rmq_check_rc c = rmq_queues_check(d->cfg, 1, err, sizeof(err));
-                if (c != RMQ_CHECK_UNREACHABLE) {
-                        if (c == RMQ_CHECK_INVALID)
-                                log_error("dedupd", "%s", err);
-                        rc = c == RMQ_CHECK_OK ? -1 : 2;
-                        break;
-                }
-                health_beat(log_now_ms()); /* alive, waiting: not ready */
-                log_limited(&rl, 1, 10000, LOG_WARN, "dedupd", "waiting for RabbitMQ: %s (retrying)", err);
-                startup_pause(d, 1000);
-                if ((rc = startup_gives_up(d, &rl, "RabbitMQ", err)) >= 0)
+                if ((rc = startup_gives_up(d, &rl, d->broker->awaited, err)) >= 0)
                         break;
         }
         log_ratelimit_flush(&rl);
         return rc;
-}
-
-/* The broker's side of startup: Kafka's topics, NATS and its stream, or RabbitMQ's queues. */
-static int check_broker(struct daemon *d)
-{
-        if (d->cfg->source == SOURCE_RABBITMQ)
-                return check_queues(d);
-        return d->cfg->source == SOURCE_NATS ? connect_nats(d) : check_topics(d);
 }
 
 /* The database first: handlers' init() needs it, and a consumer must not
@@ -409,26 +329,19 @@ static int schema_ready(struct daemon *d)
         return -1;
 }
 
-/* RabbitMQ cannot redeliver what it acknowledged: a failover is safe only
- * with synchronous replication; said at start-up when the server reports none. */
+/* A broker that cannot redeliver what it acknowledged (RabbitMQ): a failover
+ * is safe only with synchronous replication; said at start-up when the
+ * server reports none. */
 static void warn_replication(struct daemon *d)
 {
         struct store_replication r;
         char err[512], why[256];
-        if (d->cfg->source != SOURCE_RABBITMQ)
+        if (!d->broker->acks_final)
                 return;
         if (store_replication_read(d->store, &r, err, sizeof(err)) != STORE_OK)
                 log_warn("dedupd", "cannot read the database's replication settings: %s", err);
         else if (!replication_sync(&r, why, sizeof(why)))
                 log_warn("dedupd", "database %s: %s: %s", store_target(d->store), why, REPLICATION_ADVICE);
-}
-
-/* Where the protocol publishes: the broker it consumes. */
-static struct sink daemon_sink(struct daemon *d)
-{
-        if (d->rmq_pub)
-                return rmq_publisher_sink(d->rmq_pub);
-        return d->nats_pub ? nats_sink(d->nats_pub) : producer_sink(d->producer);
 }
 
 /* workers > 1: one lane each, on a connection and a watchdog of its own (the
@@ -474,22 +387,19 @@ static int prepare(struct daemon *d)
 {
         char err[1024];
         int rc;
+        struct sink sink;
         lint_config(d->cfg, NULL, NULL); /* key-design warnings, logged */
-        d->dlq_max_bytes = xcalloc(d->cfg->topic_cnt, sizeof(*d->dlq_max_bytes));
+        d->run = d->broker->open(d->cfg);
         if ((rc = check_broker(d)) >= 0 || (rc = connect_store(d)) >= 0)
                 return rc;
         if ((rc = schema_ready(d)) >= 0)
                 return rc;
         warn_replication(d);
-        if (d->cfg->source == SOURCE_NATS)
-                d->nats_pub = nats_publisher_new(&d->nats, d->cfg);
-        else if (d->cfg->source == SOURCE_RABBITMQ)
-                d->rmq_pub = rmq_publisher_new(d->cfg);
-        else if (!(d->producer = producer_new(d->cfg, d->dlq_max_bytes, err, sizeof(err)))) {
-                log_error("dedupd", "Kafka producer: %s", err);
+        if (d->broker->sink(d->run, &sink, err, sizeof(err))) {
+                log_error("dedupd", "%s", err);
                 return 1;
         }
-        d->sink = d->cfg->workers > 1 ? sink_locked(&d->sink_lock, daemon_sink(d)) : daemon_sink(d);
+        d->sink = d->cfg->workers > 1 ? sink_locked(&d->sink_lock, sink) : sink;
         if (!(d->pl = pipeline_new(d->cfg, d->store, d->sink, err, sizeof(err)))) {
                 log_error("dedupd", "%s", err);
                 return 2;
@@ -542,22 +452,10 @@ static int run(struct daemon *d)
                 return 1;
         }
         runner_on_reload(d->runner, &reload_requested, reload_config, d);
-        if (d->cfg->source == SOURCE_NATS) {
-                if (!(d->src = nats_source_new(d->cfg, &d->nats, runner_events(d->runner), err, sizeof(err)))) {
-                        log_error("dedupd", "NATS consumer: %s", err);
-                        return 1;
-                }
-                nats_source_set_startup_deadline(d->src, d->deadline_ms, d->cfg->startup_timeout_ms);
-        } else if (d->cfg->source == SOURCE_RABBITMQ) {
-                d->src = rmq_source_new(d->cfg, runner_events(d->runner));
-                rmq_source_set_startup_deadline(d->src, d->deadline_ms, d->cfg->startup_timeout_ms);
-                rmq_publisher_attach(d->rmq_pub, d->src);
-        } else {
-                if (!(d->src = kafka_source_new(d->cfg, runner_events(d->runner), err, sizeof(err)))) {
-                        log_error("dedupd", "Kafka consumer: %s", err);
-                        return 1;
-                }
-                kafka_source_set_startup_deadline(d->src, d->deadline_ms, d->cfg->startup_timeout_ms);
+        if (!(d->src = d->broker->source(d->run, runner_events(d->runner), d->deadline_ms, d->cfg->startup_timeout_ms,
+                                         err, sizeof(err)))) {
+                log_error("dedupd", "%s", err);
+                return 1;
         }
         if (runner_run(d->runner, d->src, &stop_requested, err, sizeof(err))) {
                 log_error("dedupd", "%s", err);
@@ -575,13 +473,10 @@ static void daemon_free(struct daemon *d)
         watchdog_stop(d->wd);
         pipeline_free(d->pl);
         stop_workers(d);
-        producer_free(d->producer);
-        nats_publisher_free(d->nats_pub);
-        rmq_publisher_free(d->rmq_pub);
-        nats_link_close(&d->nats);
+        if (d->broker)
+                d->broker->close(d->run);
         store_free(d->store);
         config_free(d->cfg);
-        free(d->dlq_max_bytes);
         health_free();
         metrics_free();
 }
@@ -613,6 +508,7 @@ int main(int argc, char **argv)
                 report_config_errors(&errs, a.format && log_format_parse(a.format) == LOG_FORMAT_JSON);
                 return 2;
         }
+        d.broker = broker_of(d.cfg); /* the one lookup: the rest goes through it */
         log_set_level(a.level ? log_level_parse(a.level) : d.cfg->log_level);
         log_set_format((enum log_format)(a.format ? log_format_parse(a.format) : d.cfg->log_format));
         if (d.cfg->startup_timeout_ms)

@@ -71,8 +71,6 @@ struct walk {
         yaml_document_t *doc;
         struct config_errors *errs;
         struct config *cfg;
-        int kafka_seen;
-        int kafka_line, kafka_col; /* where `kafka:` entries start, for "missing" errors */
         char **refused;            /* paths written whose value was refused: not "missing" too */
         size_t refused_cnt;
         size_t tree_budget;        /* values left for handler config subtrees */
@@ -213,11 +211,14 @@ static json_t *tree_to_json(struct walk *w, const yaml_node_t *n, const char *pa
 
 static void walk_topics(struct walk *w, const yaml_node_t *n);
 static void walk_classes(struct walk *w, const yaml_node_t *n, const struct field *fields);
-static void walk_kafka(struct walk *w, const yaml_node_t *n);
+static void walk_kv(struct walk *w, const struct field *f, const yaml_node_t *n, struct config_kvs *kv,
+                    const char *path);
 
 /* ---- reading one value per row ------------------------------------------------ */
 
 static void fields_defaults(const struct field *fields, void *base);
+static void settings_new(struct config *cfg);
+static void fields_defaults_in(const struct config *cfg, const struct field *fields, void *base);
 
 static const char *enum_list(const struct enum_name *names, char *buf, size_t sz)
 {
@@ -385,9 +386,10 @@ static void read_typed(struct walk *w, const struct field *f, const yaml_node_t 
                 json_decref(*(json_t **)slot);
                 *(json_t **)slot = tree_to_json(w, v, path, 0);
                 break;
-        case F_KV: walk_kafka(w, v); break;
+        case F_KV: walk_kv(w, f, v, slot, path); break;
         case F_TOPICS: walk_topics(w, v); break;
         case F_CLASSES: walk_classes(w, v, f->sub); break;
+        case F_OWN: read_typed(w, f->sub, v, w->cfg->broker_settings[f->off], path); break;
         }
 }
 
@@ -473,60 +475,76 @@ static void walk_map(struct walk *w, const yaml_node_t *map, const struct field 
         }
         require(w, map, fields, seen, prefix);
 }
-static int secret_property(const char *name);
-
-static long kafka_index(const struct config *cfg, const char *name)
+static long kv_index(const struct config_kvs *kv, const char *name)
 {
-        for (size_t i = 0; i < cfg->kafka_cnt; i++)
-                if (!strcmp(cfg->kafka[i].name, name))
+        for (size_t i = 0; i < kv->n; i++)
+                if (!strcmp(kv->v[i].name, name))
                         return (long)i;
         return -1;
 }
 
-/* What a kafka: property is to the checks on values: a string, passed on verbatim even when "";
- * the two dedupd needs are required (config_check_kafka). */
-static const struct field kafka_value = {.name = "kafka.*", .type = F_STR, .empty_ok = 1};
-static const struct field kafka_required = {.name = "kafka.*", .type = F_STR, .required = 1};
-
-static void walk_kafka(struct walk *w, const yaml_node_t *n)
+const char *config_kvs_get(const struct config_kvs *kv, const char *name)
 {
-        struct config *cfg = w->cfg;
-        w->kafka_line = NODE_LINE(n);
-        w->kafka_col = NODE_COL(n);
-        if (n->type != YAML_MAPPING_NODE) {
-                werr(w, n, "'kafka' must be a mapping of librdkafka properties, not %s", node_kind(n));
+        long i = kv_index(kv, name);
+        return i >= 0 ? kv->v[i].value : NULL;
+}
+
+static int kv_required(const struct field *f, const char *name)
+{
+        for (const char *const *k = f->keys_required; k && *k; k++)
+                if (!strcmp(*k, name))
+                        return 1;
+        return 0;
+}
+
+/* What an entry of a verbatim map is to the checks on values: a string, passed on verbatim even
+ * when ""; the entries its row requires may not be null. */
+static const struct field kv_value = {.name = "*", .type = F_STR, .empty_ok = 1};
+static const struct field kv_needed = {.name = "*", .type = F_STR, .required = 1};
+
+/* One entry of a verbatim map: stored as it is, a secret one redacted from every log line. */
+static void kv_entry(struct walk *w, const struct field *f, const yaml_node_t *k, const yaml_node_t *v,
+                     struct config_kvs *kv, const char *path)
+{
+        if (kv_index(kv, scalar(k)) >= 0) {
+                werr(w, k, "duplicate key '%s'", path);
                 return;
         }
-        w->kafka_seen = 1;
+        if (is_null(v)) {
+                no_value(w, kv_required(f, scalar(k)) ? &kv_needed : &kv_value, v, path);
+                refused_add(w, path);
+                return;
+        }
+        char *val = scalar_value(w, v, path);
+        if (!val) {
+                refused_add(w, path);
+                return;
+        }
+        if (f->secret_key && f->secret_key(scalar(k)))
+                redact_add(val); /* however it got here: never in a log line */
+        kv->v = xrealloc(kv->v, (kv->n + 1) * sizeof(*kv->v));
+        kv->v[kv->n++] = (struct config_kv){xstrdup(scalar(k)), val, NODE_LINE(v), NODE_COL(v)};
+}
+
+static void walk_kv(struct walk *w, const struct field *f, const yaml_node_t *n, struct config_kvs *kv,
+                    const char *path)
+{
+        kv->line = NODE_LINE(n);
+        kv->col = NODE_COL(n);
+        if (n->type != YAML_MAPPING_NODE) {
+                werr(w, n, "'%s' must be a mapping of names to values, not %s", path, node_kind(n));
+                return;
+        }
+        kv->seen = 1;
         for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
                 const yaml_node_t *k = node(w, p->key), *v = node(w, p->value);
-                char path[256];
+                char sub[256];
                 if (k->type != YAML_SCALAR_NODE) {
-                        werr(w, k, "kafka: keys must be scalars");
+                        werr(w, k, "%s: keys must be scalars", path);
                         continue;
                 }
-                snprintf(path, sizeof(path), "kafka.%s", scalar(k));
-                if (kafka_index(cfg, scalar(k)) >= 0) {
-                        werr(w, k, "duplicate key '%s'", path);
-                        continue;
-                }
-                if (is_null(v)) {
-                        int needed = !strcmp(scalar(k), "bootstrap.servers") || !strcmp(scalar(k), "group.id");
-                        no_value(w, needed ? &kafka_required : &kafka_value, v, path);
-                        refused_add(w, path);
-                        continue;
-                }
-                char *val = scalar_value(w, v, path);
-                if (!val) {
-                        refused_add(w, path);
-                        continue;
-                }
-                if (secret_property(scalar(k)))
-                        redact_add(val); /* however it got here: never in a log line */
-                struct config_kv *nk = xrealloc(cfg->kafka, (cfg->kafka_cnt + 1) * sizeof(*nk));
-                cfg->kafka = nk;
-                cfg->kafka[cfg->kafka_cnt++] =
-                        (struct config_kv){xstrdup(scalar(k)), val, NODE_LINE(v), NODE_COL(v)};
+                snprintf(sub, sizeof(sub), "%s.%s", path, scalar(k));
+                kv_entry(w, f, k, v, kv, sub);
         }
 }
 
@@ -658,31 +676,47 @@ static int key_position(struct walk *w, const yaml_node_t *root, const char *key
         return 0;
 }
 
+/* Each broker's key: whether it is there, and where. */
+static void broker_keys(struct walk *w, const yaml_node_t *root, int *given, int *line, int *col)
+{
+        const struct config_broker *b;
+        for (size_t i = 0; (b = config_broker_at(i)) && i < CONFIG_BROKERS_MAX; i++)
+                given[i] = key_position(w, root, b->name, &line[i], &col[i]);
+}
+
+/* The checks across keys: the consumed broker's first. */
+static void check_document(struct walk *w, const yaml_node_t *root)
+{
+        struct config *cfg = w->cfg;
+        int given[CONFIG_BROKERS_MAX] = {0}, line[CONFIG_BROKERS_MAX], col[CONFIG_BROKERS_MAX];
+        struct config_checks c = {.file = w->file, .errs = w->errs, .cfg = cfg,
+                                  .refused = (const char *const *)w->refused, .refused_cnt = w->refused_cnt};
+        key_position(w, root, "source", &c.source_line, &c.source_col);
+        broker_keys(w, root, given, line, col);
+        cfg->broker = config_broker_at((size_t)cfg->source);
+        c.given = given[cfg->source];
+        c.line = line[cfg->source];
+        c.col = col[cfg->source];
+        if (root->type == YAML_MAPPING_NODE) {
+                config_check_source(&c, given, line, col);
+                if (cfg->broker->check)
+                        cfg->broker->check(&c, cfg->broker_settings[cfg->source]);
+        }
+        config_check_classes(&c);
+        config_finish_topics(&c);
+}
+
 /* Every row, then the checks across keys. */
 static void walk_document(const char *name, yaml_document_t *doc, struct config_errors *errs, struct config *cfg)
 {
-        struct walk w = {.file = name, .doc = doc, .errs = errs, .cfg = cfg, .kafka_line = 1, .kafka_col = 1,
-                         .tree_budget = TREE_MAX_VALUES};
+        struct walk w = {.file = name, .doc = doc, .errs = errs, .cfg = cfg, .tree_budget = TREE_MAX_VALUES};
         yaml_node_t *root = yaml_document_get_root_node(doc);
         if (!root) {
                 config_errors_add(errs, name, 1, 1, "the file is empty");
                 return;
         }
-        walk_map(&w, root, config_top_fields, cfg, "");
-        struct config_checks c = {.file = name, .errs = errs, .cfg = cfg, .kafka_seen = w.kafka_seen,
-                                  .kafka_line = w.kafka_line, .kafka_col = w.kafka_col,
-                                  .refused = (const char *const *)w.refused, .refused_cnt = w.refused_cnt};
-        int kl, kc;
-        key_position(&w, root, "source", &c.source_line, &c.source_col);
-        c.nats_given = key_position(&w, root, "nats", &c.nats_line, &c.nats_col);
-        c.rmq_given = key_position(&w, root, "rabbitmq", &c.rmq_line, &c.rmq_col);
-        c.kafka_given = key_position(&w, root, "kafka", &kl, &kc);
-        if (root->type == YAML_MAPPING_NODE)
-                config_check_source(&c);
-        if (c.kafka_seen && cfg->source == SOURCE_KAFKA)
-                config_check_kafka(&c);
-        config_check_classes(&c);
-        config_finish_topics(&c);
+        walk_map(&w, root, config_rows(), cfg, "");
+        check_document(&w, root);
         for (size_t i = 0; i < w.refused_cnt; i++)
                 free(w.refused[i]);
         free(w.refused);
@@ -725,7 +759,8 @@ static struct config *load(const char *name, const char *buf, size_t len, struct
                 return NULL;
         cfg = xcalloc(1, sizeof(*cfg));
         cfg->path = xstrdup(name);
-        fields_defaults(config_top_fields, cfg);
+        settings_new(cfg);
+        fields_defaults_in(cfg, config_rows(), cfg);
         yaml_parser_initialize(&parser);
         yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
         if (!yaml_parser_load(&parser, &doc)) {
@@ -807,6 +842,30 @@ const char *config_tree_get(const json_t *tree, const char *path)
 
 /* ---- defaults, free and dump: driven by the same rows ---------------------------- */
 
+static void fields_defaults(const struct field *fields, void *base);
+
+/* Each broker's settings, zeroed (its defaults come with the others). */
+static void settings_new(struct config *cfg)
+{
+        const struct config_broker *b;
+        for (size_t i = 0; (b = config_broker_at(i)) && i < CONFIG_BROKERS_MAX; i++)
+                cfg->broker_settings[i] = xcalloc(1, b->settings_size ? b->settings_size : 1);
+}
+
+/* A broker's F_OWN row: its own row, on its own settings. */
+static void *own_base(const struct config *cfg, const struct field *f)
+{
+        return cfg->broker_settings[f->off];
+}
+
+static void fields_defaults_in(const struct config *cfg, const struct field *fields, void *base)
+{
+        for (const struct field *f = fields; f->name; f++)
+                if (f->type == F_OWN)
+                        fields_defaults((const struct field[]){*f->sub, {.name = NULL}}, own_base(cfg, f));
+        fields_defaults(fields, base);
+}
+
 static void fields_defaults(const struct field *fields, void *base)
 {
         for (const struct field *f = fields; f->name; f++) {
@@ -828,11 +887,22 @@ static void fields_defaults(const struct field *fields, void *base)
         }
 }
 
+static void kvs_free(struct config_kvs *kv)
+{
+        for (size_t i = 0; i < kv->n; i++) {
+                free(kv->v[i].name);
+                free(kv->v[i].value);
+        }
+        free(kv->v);
+}
+
 static void fields_free(const struct field *fields, void *base)
 {
         for (const struct field *f = fields; f->name; f++) {
                 void *slot = (char *)base + f->off;
-                if (f->type == F_STR)
+                if (f->type == F_KV)
+                        kvs_free(slot);
+                else if (f->type == F_STR)
                         free(*(char **)slot);
                 else if (f->type == F_TREE)
                         json_decref(*(json_t **)slot);
@@ -855,21 +925,14 @@ void config_free(struct config *cfg)
                 free(cfg->classes[i].name);
         }
         free(cfg->classes);
-        for (size_t i = 0; i < cfg->kafka_cnt; i++) {
-                free(cfg->kafka[i].name);
-                free(cfg->kafka[i].value);
-        }
-        free(cfg->kafka);
+        for (const struct field *f = config_rows(); f->name; f++)
+                if (f->type == F_OWN && own_base(cfg, f))
+                        fields_free((const struct field[]){*f->sub, {.name = NULL}}, own_base(cfg, f));
+        for (size_t i = 0; i < CONFIG_BROKERS_MAX; i++)
+                free(cfg->broker_settings[i]);
         fields_free(config_top_fields, cfg);
         free(cfg->path);
         free(cfg);
-}
-
-/* A kafka: property whose value must not be shown (SASL, TLS keys). */
-static int secret_property(const char *name)
-{
-        return strstr(name, "password") || strstr(name, "secret") || strstr(name, "sasl.jaas") ||
-               strstr(name, "ssl.key.pem") || strstr(name, "oauthbearer.config");
 }
 
 /* A value as config_dump shows it: a secret row, or one that holds a
@@ -879,7 +942,26 @@ static const char *shown(int secret, const char *v)
         return secret || redact_contains(v) ? "(set, not shown)" : v;
 }
 
-static void dump_fields(FILE *fp, const struct field *fields, const void *base, const char *prefix)
+static void dump_fields(FILE *fp, const struct config *cfg, const struct field *fields, const void *base,
+                        const char *prefix);
+
+/* A verbatim map's entries, secret ones not shown. */
+static void dump_kvs(FILE *fp, const struct field *f, const struct config_kvs *kv, const char *path)
+{
+        for (size_t i = 0; i < kv->n; i++)
+                fprintf(fp, "%s.%s: %s\n", path, kv->v[i].name,
+                        shown(f->secret_key && f->secret_key(kv->v[i].name), kv->v[i].value));
+}
+
+/* The consumed broker's own rows only: another broker's settings are unused. */
+static void dump_own(FILE *fp, const struct config *cfg, const struct field *f, const char *prefix)
+{
+        if ((int)f->off == cfg->source)
+                dump_fields(fp, cfg, (const struct field[]){*f->sub, {.name = NULL}}, own_base(cfg, f), prefix);
+}
+
+static void dump_fields(FILE *fp, const struct config *cfg, const struct field *fields, const void *base,
+                        const char *prefix)
 {
         for (const struct field *f = fields; f->name; f++) {
                 const void *slot = (const char *)base + f->off;
@@ -900,7 +982,7 @@ static void dump_fields(FILE *fp, const struct field *fields, const void *base, 
                 case F_SECTION: {
                         char sub[256];
                         snprintf(sub, sizeof(sub), "%s.", path);
-                        dump_fields(fp, f->sub, base, sub);
+                        dump_fields(fp, cfg, f->sub, base, sub);
                         break;
                 }
                 case F_TREE:
@@ -910,6 +992,8 @@ static void dump_fields(FILE *fp, const struct field *fields, const void *base, 
                         fprintf(fp, "%s: %s\n", path, tree ? shown(0, tree) : "?");
                         free(tree);
                         break;
+                case F_KV: dump_kvs(fp, f, slot, path); break;
+                case F_OWN: dump_own(fp, cfg, f, prefix); break;
                 default: break; /* the lists: config_dump walks them */
                 }
         }
@@ -917,19 +1001,16 @@ static void dump_fields(FILE *fp, const struct field *fields, const void *base, 
 
 void config_dump(const struct config *cfg, FILE *fp)
 {
-        dump_fields(fp, config_top_fields, cfg, "");
-        for (size_t i = 0; i < cfg->kafka_cnt; i++)
-                fprintf(fp, "kafka.%s: %s\n", cfg->kafka[i].name,
-                        shown(secret_property(cfg->kafka[i].name), cfg->kafka[i].value));
+        dump_fields(fp, cfg, config_rows(), cfg, "");
         for (size_t i = 0; i < cfg->topic_cnt; i++) {
                 char prefix[64];
                 snprintf(prefix, sizeof(prefix), "topics[%zu].", i);
-                dump_fields(fp, config_topic_fields, &cfg->topics[i], prefix);
+                dump_fields(fp, cfg, config_topic_fields, &cfg->topics[i], prefix);
         }
         for (size_t i = 0; i < cfg->class_cnt; i++) {
                 char prefix[160];
                 snprintf(prefix, sizeof(prefix), "retention_classes.%s.", cfg->classes[i].name);
-                dump_fields(fp, config_class_fields, &cfg->classes[i], prefix);
+                dump_fields(fp, cfg, config_class_fields, &cfg->classes[i], prefix);
         }
 }
 
@@ -939,6 +1020,10 @@ static void print_fields(FILE *fp, const struct field *fields, const char *prefi
                                             "section", "tree",    "map",      "list",    "map"};
         for (const struct field *f = fields; f->name; f++) {
                 char path[256], list[256];
+                if (f->type == F_OWN) { /* a broker's row, as its own */
+                        print_fields(fp, (const struct field[]){*f->sub, {.name = NULL}}, prefix);
+                        continue;
+                }
                 snprintf(path, sizeof(path), "%s%s", prefix, f->name);
                 fprintf(fp, "  %-48s %-8s %-13s %s%s%s%s%s\n", path, types[f->type],
                         f->required ? "required" : (f->def ? f->def : "-"), f->desc, f->names ? " (one of: " : "",
@@ -956,5 +1041,23 @@ static void print_fields(FILE *fp, const struct field *fields, const char *prefi
 void config_print_reference(FILE *fp)
 {
         fprintf(fp, "  %-48s %-8s %-13s %s\n", "key", "type", "default", "description");
-        print_fields(fp, config_top_fields, "");
+        print_fields(fp, config_rows(), "");
+}
+
+void *config_broker_settings(const struct config *cfg)
+{
+        return cfg->broker_settings[cfg->source];
+}
+
+void *config_settings_of(const struct config *cfg, const struct config_broker *b)
+{
+        for (size_t i = 0; i < CONFIG_BROKERS_MAX; i++)
+                if (config_broker_at(i) == b)
+                        return cfg->broker_settings[i];
+        return NULL;
+}
+
+const char *config_source_name(const struct config *cfg)
+{
+        return cfg->broker ? cfg->broker->name : "?";
 }

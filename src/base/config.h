@@ -10,12 +10,23 @@
 
 #include "base/keyspec.h"
 
-/** A `kafka:` entry, passed verbatim to rd_kafka_conf_set(). */
+/** One entry of a verbatim map (`kafka:`: passed to rd_kafka_conf_set()). */
 struct config_kv {
         char *name;
         char *value;
         int line, col;
 };
+
+/** A verbatim map: its entries in file order, and where it is. */
+struct config_kvs {
+        struct config_kv *v;
+        size_t n;
+        int seen;      /* the key was there, as a mapping */
+        int line, col; /* where its entries start (the document's start when absent) */
+};
+
+/** The value of name in kv, or NULL. */
+const char *config_kvs_get(const struct config_kvs *kv, const char *name);
 
 /** A retention class (design §8): keys expire at created_at + keep. */
 struct retention_class {
@@ -88,12 +99,16 @@ struct topic_conf {
         const struct retention_class *retention; /* NULL: keys never expire */
 };
 
-/** Which broker the daemon consumes (one per daemon: a second broker is a second dedupd). */
-enum source_kind { SOURCE_KAFKA = 0, SOURCE_RABBITMQ, SOURCE_NATS };
+/** The most brokers one build knows (the broker table, src/source/brokers.c). */
+#define CONFIG_BROKERS_MAX 8
+
+struct config_broker;
 
 struct config {
         char *path;
-        int source; /* enum source_kind */
+        int source; /* the consumed broker's place in the broker table (source: NAME) */
+        const struct config_broker *broker; /* that broker (base/config_impl.h) */
+        void *broker_settings[CONFIG_BROKERS_MAX]; /* each broker's own settings, read through its rows */
         char *namespace;
         char *pg_conninfo;
         int log_level; /* LOG_ERROR .. LOG_DEBUG (base/log.h) */
@@ -104,27 +119,6 @@ struct config {
         int db_retry_max_ms;
         int db_probe_interval_ms; /* SELECT 1 on a connection idle this long; 0: never */
         int db_probe_timeout_ms;
-
-        struct config_kv *kafka;
-        size_t kafka_cnt;
-        /* rabbitmq: */
-        char *rmq_url; /* secret */
-        int rmq_prefetch;
-        int rmq_heartbeat_s;
-        int rmq_reconnect_max_ms;
-        char *rmq_ca_file;
-        char *rmq_dlx; /* "": reject to the queue's own dead-letter exchange */
-
-        /* nats: (source: nats) */
-        char *nats_url;            /* secret: it may carry user:password or a token */
-        char *nats_stream;
-        char *nats_durable;        /* "" : dedupd-<namespace> */
-        int nats_max_ack_pending;
-        int nats_ack_wait_ms;
-        char *nats_creds_file;
-        char *nats_token;
-        char *nats_tls_ca;
-        char *nats_dlq_subject;    /* "" : unkeyable messages are terminated (AckTerm) */
 
         struct topic_conf *topics;
         size_t topic_cnt;
@@ -201,6 +195,13 @@ int config_reload(struct config *live, const char *path, struct config_errors *e
 /** Every setting as it is in effect (defaults filled, ${VARS} replaced),
  *  one "key: value" line each; secrets are shown as "(set, not shown)". */
 void config_dump(const struct config *cfg, FILE *fp);
+
+/** The consumed broker's own settings (the struct its rows fill). */
+void *config_broker_settings(const struct config *cfg);
+/** Broker b's own settings in cfg (whether or not it is the one consumed). */
+void *config_settings_of(const struct config *cfg, const struct config_broker *b);
+/** The consumed broker's name, as `source:` names it ("kafka"). */
+const char *config_source_name(const struct config *cfg);
 
 /** Find a topic's config by name, or NULL. */
 struct topic_conf *config_topic(const struct config *cfg, const char *name);

@@ -3,9 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <amqp.h>
-#include <librdkafka/rdkafka.h>
-
 #include "base/config_impl.h"
 #include "base/keyspec.h"
 #include "base/mem.h"
@@ -42,54 +39,6 @@ void config_check_classes(struct config_checks *w)
         }
 }
 
-/* Properties dedupd owns: setting them would break the guarantee. */
-void config_check_kafka(struct config_checks *w)
-{
-        struct config *cfg = w->cfg;
-        rd_kafka_conf_t *conf = rd_kafka_conf_new();
-        int have_bootstrap = config_checks_refused(w, "kafka.bootstrap.servers"),
-            have_group = config_checks_refused(w, "kafka.group.id");
-
-        for (size_t i = 0; i < cfg->kafka_cnt; i++) {
-                const struct config_kv *kv = &cfg->kafka[i];
-                char errstr[512];
-                if (!strcmp(kv->name, "enable.auto.offset.store")) {
-                        config_errors_add(w->errs, w->file, kv->line, kv->col,
-                                          "kafka.enable.auto.offset.store: dedupd stores offsets "
-                                          "itself, only after the database COMMIT; remove this key");
-                        continue;
-                }
-                if (!strcmp(kv->name, "partition.assignment.strategy") &&
-                    strstr(kv->value, "cooperative")) {
-                        config_errors_add(w->errs, w->file, kv->line, kv->col,
-                                          "kafka.partition.assignment.strategy: cooperative-sticky has "
-                                          "known bugs in librdkafka 2.0.x; use range or roundrobin");
-                        continue;
-                }
-                int bootstrap = !strcmp(kv->name, "bootstrap.servers") || !strcmp(kv->name, "metadata.broker.list");
-                int group = !strcmp(kv->name, "group.id");
-                have_bootstrap |= bootstrap;
-                have_group |= group;
-                /* Present but "" (or a ${VAR} that came out empty): said where it is. */
-                if ((bootstrap || group) && !*kv->value) {
-                        config_errors_add(w->errs, w->file, kv->line, kv->col,
-                                          "'kafka.%s' is empty: a value is required", kv->name);
-                        continue;
-                }
-                if (rd_kafka_conf_set(conf, kv->name, kv->value, errstr, sizeof(errstr)) !=
-                    RD_KAFKA_CONF_OK)
-                        config_errors_add(w->errs, w->file, kv->line, kv->col, "kafka.%s: %s", kv->name,
-                                          errstr);
-        }
-        rd_kafka_conf_destroy(conf);
-        if (!have_bootstrap)
-                config_errors_add(w->errs, w->file, w->kafka_line, w->kafka_col,
-                                  "missing required key 'kafka.bootstrap.servers'");
-        if (!have_group)
-                config_errors_add(w->errs, w->file, w->kafka_line, w->kafka_col,
-                                  "missing required key 'kafka.group.id'");
-}
-
 /* reply.allow: a list of names and prefixes, none empty. */
 static void check_reply_allow(struct config_checks *w, const struct topic_conf *t)
 {
@@ -113,16 +62,10 @@ static void check_reply_allow(struct config_checks *w, const struct topic_conf *
         }
 }
 
-/* Where the topic's dead letters go (what its log lines name, on NATS). */
+/* Where the topic's dead letters go (a broker's check may have said already). */
 static void finish_dlq(struct config_checks *w, struct topic_conf *t)
 {
-        struct config *cfg = w->cfg;
-        if (cfg->source == SOURCE_NATS) {
-                free(t->dlq_topic);
-                t->dlq_topic = xstrdup(cfg->nats_dlq_subject && *cfg->nats_dlq_subject
-                                               ? cfg->nats_dlq_subject
-                                               : "AckTerm (terminated, left in the stream)");
-        } else if (!t->dlq_topic || !*t->dlq_topic) {
+        if (!t->dlq_topic || !*t->dlq_topic) {
                 free(t->dlq_topic);
                 t->dlq_topic = xasprintf("%s.dlq", t->name);
         }
@@ -179,10 +122,10 @@ static void compile_key(struct config_checks *w, struct topic_conf *t)
         t->keyspec = keyspec_compile(t->key_subject, t->key_action, t->key_request, err, sizeof(err));
         if (!t->keyspec)
                 config_errors_add(w->errs, w->file, t->line, t->col, "topic '%s': %s", t->name, err);
-        else if (w->cfg->source != SOURCE_RABBITMQ && keyspec_reads_amqp(t->keyspec))
+        else if (!w->cfg->broker->amqp_properties && keyspec_reads_amqp(t->keyspec))
                 config_errors_add(w->errs, w->file, t->line, t->col,
-                                  "topic '%s': {amqp:...} reads an AMQP property, which only source: rabbitmq has",
-                                  t->name);
+                                  "topic '%s': {amqp:...} reads an AMQP property, which source: %s does not have",
+                                  t->name, w->cfg->broker->name);
 }
 
 void config_finish_topics(struct config_checks *w)
@@ -214,90 +157,13 @@ void config_finish_topics(struct config_checks *w)
 }
 
 
-/* source: nats — the stream named, batches that fit max_ack_pending, no Kafka-only settings. */
-/* source: rabbitmq: the URL is there and parses; no other broker's section
- * (it would be silently ignored). */
-static void check_rabbitmq(struct config_checks *w)
+/* A broker's own key, though another broker is consumed: it would be silently ignored. */
+void config_check_source(struct config_checks *w, const int *given, const int *line, const int *col)
 {
-        struct config *cfg = w->cfg;
-        if (!cfg->rmq_url || !*cfg->rmq_url) {
-                if (!config_checks_refused(w, "rabbitmq.url")) /* else reported where it is */
-                        config_errors_add(w->errs, w->file, w->rmq_line, w->rmq_col,
-                                          "missing required key 'rabbitmq.url' (source: rabbitmq)");
-        } else {
-                /* Parsed in place: a copy, and never the URL itself in the message (a password). */
-                struct amqp_connection_info info;
-                char *copy = xstrdup(cfg->rmq_url);
-                if (amqp_parse_url(copy, &info) != AMQP_STATUS_OK)
-                        config_errors_add(w->errs, w->file, w->rmq_line, w->rmq_col,
-                                          "rabbitmq.url: not an AMQP URL (amqp://user:password@host:port/vhost or "
-                                          "amqps://...)");
-                free(copy);
-        }
-        if (w->kafka_given)
-                config_errors_add(w->errs, w->file, w->kafka_line, w->kafka_col,
-                                  "'kafka' is set but source is rabbitmq: dedupd consumes and publishes through "
-                                  "one broker; remove this section");
-        if (w->nats_given)
-                config_errors_add(w->errs, w->file, w->nats_line, w->nats_col,
-                                  "nats: is used only with source: nats (this config consumes RabbitMQ); remove it");
-        if (cfg->workers > 1)
-                config_errors_add(w->errs, w->file, w->source_line, w->source_col,
-                                  "workers: %d, but RabbitMQ consumes and publishes on one connection, which one "
-                                  "thread must own: workers must be 1", cfg->workers);
-}
-
-static void check_nats(struct config_checks *w)
-{
-        struct config *cfg = w->cfg;
-        if ((!cfg->nats_stream || !*cfg->nats_stream) && !config_checks_refused(w, "nats.stream"))
-                config_errors_add(w->errs, w->file, w->nats_line, w->nats_col,
-                                  "missing required key 'nats.stream' (source: nats consumes one JetStream stream)");
-        if (w->kafka_seen)
-                config_errors_add(w->errs, w->file, w->kafka_line, w->kafka_col,
-                                  "kafka: is not used with source: nats (dead letters and the outbox go through "
-                                  "JetStream); remove it");
-        for (size_t i = 0; i < cfg->topic_cnt; i++) {
-                const struct topic_conf *t = &cfg->topics[i];
-                if (t->dlq_topic && *t->dlq_topic)
-                        config_errors_add(w->errs, w->file, t->line, t->col,
-                                          "topic '%s': dead_letter.topic is Kafka's; with source: nats set "
-                                          "nats.dead_letter.subject",
-                                          t->name ? t->name : "?");
-                if (t->batch_max_messages > cfg->nats_max_ack_pending)
-                        config_errors_add(w->errs, w->file, t->line, t->col,
-                                          "topic '%s': batch.max_messages %d exceeds nats.max_ack_pending %d: "
-                                          "the server would never deliver a full batch",
-                                          t->name ? t->name : "?", t->batch_max_messages,
-                                          cfg->nats_max_ack_pending);
-        }
-}
-
-void config_check_source(struct config_checks *w)
-{
-        switch ((enum source_kind)w->cfg->source) {
-        case SOURCE_KAFKA:
-                if (!w->kafka_given)
-                        config_errors_add(w->errs, w->file, w->source_line, w->source_col,
-                                          "missing required key 'kafka'");
-                if (w->nats_given)
-                        config_errors_add(w->errs, w->file, w->nats_line, w->nats_col,
-                                          "nats: is used only with source: nats (this config consumes Kafka); "
-                                          "remove it or set source: nats");
-                if (w->rmq_given)
-                        config_errors_add(w->errs, w->file, w->rmq_line, w->rmq_col,
-                                          "rabbitmq: is used only with source: rabbitmq (this config consumes "
-                                          "Kafka); remove it or set source: rabbitmq");
-                break;
-        case SOURCE_RABBITMQ:
-                check_rabbitmq(w);
-                break;
-        case SOURCE_NATS:
-                check_nats(w);
-                if (w->rmq_given)
-                        config_errors_add(w->errs, w->file, w->rmq_line, w->rmq_col,
-                                          "rabbitmq: is used only with source: rabbitmq (this config consumes "
-                                          "NATS); remove it");
-                break;
-        }
+        const struct config_broker *b;
+        for (size_t i = 0; (b = config_broker_at(i)) && i < CONFIG_BROKERS_MAX; i++)
+                if (given[i] && (int)i != w->cfg->source)
+                        config_errors_add(w->errs, w->file, line[i], col[i],
+                                          "%s: is used only with source: %s (this config consumes %s); remove it",
+                                          b->name, b->name, w->cfg->broker->title);
 }

@@ -14,9 +14,11 @@ enum ftype {
         F_ENUM,     /* int: one of names[], validated and decoded by the row */
         F_SECTION,  /* a nested mapping whose fields live in the same struct */
         F_TREE,     /* json_t *: a subtree handed over as JSON (scalars as strings) */
-        F_KV,       /* kafka: a flat map passed through verbatim */
+        F_KV,       /* struct config_kvs: a flat map passed through verbatim (kafka:) */
         F_TOPICS,   /* the list of topic mappings */
         F_CLASSES,  /* retention_classes: a mapping of name -> class */
+        F_OWN,      /* a broker's own top-level row (sub): its offsets are into that broker's settings
+                     * (off: the broker's place in the table) */
 };
 
 /** A string an F_ENUM row accepts, and the value it stands for. */
@@ -39,6 +41,8 @@ struct field {
         int empty_ok;                   /* F_STR: "" is a value with a meaning (the desc says which);
                                          * implied by a default of "". Otherwise "" is refused. */
         int secret;                     /* never printed (config_dump) */
+        int (*secret_key)(const char *name); /* F_KV: 1 when that entry's value is a secret */
+        const char *const *keys_required;    /* F_KV: entries that may not be null (NULL-terminated) */
         int reload;                     /* SIGHUP applies a new value without a restart */
         const char *desc;
 };
@@ -46,10 +50,13 @@ struct field {
 /** Whether "" is a value of string row f: the row says so, or it is the row's default. */
 int config_field_empty_ok(const struct field *f);
 
-/** The top-level rows; topics and classes are their sub tables. */
+/** The top-level rows dedupd itself has; topics and classes are their sub
+ *  tables. The brokers' rows join them where `source` is (config_rows). */
 extern const struct field config_top_fields[];
 extern const struct field config_topic_fields[];
 extern const struct field config_class_fields[];
+/** Every top-level row: dedupd's and each broker's (as F_OWN rows). */
+const struct field *config_rows(void);
 
 /** The checks across keys, after every row was read (config_check.c). Each
  *  problem goes to errs located at what it is about. */
@@ -57,23 +64,34 @@ struct config_checks {
         const char *file;
         struct config_errors *errs;
         struct config *cfg;
-        int kafka_seen;
-        int kafka_line, kafka_col; /* where `kafka:` entries start, for "missing" errors */
         const char *const *refused;  /* paths written whose value was refused, reported where it is */
         size_t refused_cnt;
         int source_line, source_col; /* `source:` (or the document's start) */
-        int nats_line, nats_col;     /* `nats:` (or the document's start) */
-        int kafka_given;             /* a `kafka:` key is there (a mapping or not) */
-        int nats_given;              /* a `nats:` key is there */
-        int rmq_line, rmq_col;       /* `rabbitmq:` (or the document's start) */
-        int rmq_given;               /* a `rabbitmq:` key is there */
+        int given;                   /* the consumed broker's own key is there */
+        int line, col;               /* where that key is (or the document's start) */
 };
+
+/** What the configuration knows of a broker: its rows and its checks. A
+ *  broker's folder defines it (its `config` in struct broker, source/broker.h). */
+struct config_broker {
+        const char *name;          /* source: NAME, and the key of its own settings */
+        const char *title;         /* in messages: "Kafka", "NATS JetStream", "RabbitMQ" */
+        const struct field *rows;  /* its top-level rows, offsets into its settings */
+        size_t settings_size;
+        int amqp_properties;       /* a key may read {amqp:NAME} */
+        /** The checks across keys when it is the one consumed (settings: its own). */
+        void (*check)(struct config_checks *c, void *settings);
+};
+
+/** The i-th broker of the broker table, NULL past the last. Defined with that
+ *  table (src/source/brokers.c): the configuration knows brokers only so. */
+const struct config_broker *config_broker_at(size_t i);
+
 /** 1 when path ("nats.stream") was written but its value refused (null, empty, an unset ${VAR}):
  *  reported where it is already, so not "missing" as well. */
 int config_checks_refused(const struct config_checks *c, const char *path);
-/** What the chosen source needs, and what it leaves unused (source:, kafka:, nats:). */
-void config_check_source(struct config_checks *c);
-void config_check_kafka(struct config_checks *c);
+/** Each broker's key given though another broker is consumed. */
+void config_check_source(struct config_checks *c, const int *given, const int *line, const int *col);
 void config_check_classes(struct config_checks *c);
 void config_finish_topics(struct config_checks *c);
 

@@ -5,10 +5,17 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The two configs compared. */
+struct diff_pair {
+        struct config *live;
+        const struct config *next;
+};
+
 /* What changed, as one report: "log_level info -> debug; ..." and the rest. */
 struct diff {
         char *applied, *restart;
         size_t asz, rsz, alen, rlen;
+        const struct diff_pair *configs;
 };
 
 static void note(char *buf, size_t sz, size_t *len, const char *fmt, const char *path, const char *from,
@@ -74,25 +81,36 @@ static void compare(const struct field *f, char *live, const char *next, const c
         note(d->applied, d->asz, &d->alen, "%s%s %s -> %s", path, f->secret ? "(secret)" : a, f->secret ? "(secret)" : b);
 }
 
+static int same_kvs(const struct config_kvs *a, const struct config_kvs *b)
+{
+        if (a->n != b->n)
+                return 0;
+        for (size_t i = 0; i < a->n; i++)
+                if (strcmp(a->v[i].name, b->v[i].name) || strcmp(a->v[i].value, b->v[i].value))
+                        return 0;
+        return 1;
+}
+
+/* A broker's own row, on each config's settings of that broker. */
+static void compare_own(const struct field *f, const struct diff_pair *p, const char *prefix, struct diff *d)
+{
+        const struct field one[] = {*f->sub, {.name = NULL}};
+        walk(one, p->live->broker_settings[f->off], p->next->broker_settings[f->off], prefix, d);
+}
+
 static void walk(const struct field *rows, char *live, const char *next, const char *prefix, struct diff *d)
 {
         for (const struct field *f = rows; f->name; f++) {
                 char path[200];
                 snprintf(path, sizeof(path), "%s%s", prefix, f->name);
-                if (f->type == F_KV || f->type == F_TOPICS || f->type == F_CLASSES)
-                        continue; /* compared as wholes below */
-                compare(f, live, next, path, d);
+                if (f->type == F_OWN)
+                        compare_own(f, d->configs, prefix, d);
+                else if (f->type == F_KV) {
+                        if (!same_kvs((const void *)(live + f->off), (const void *)(next + f->off)))
+                                note(d->restart, d->rsz, &d->rlen, "%s%s%s%s", path, "", "");
+                } else if (f->type != F_TOPICS && f->type != F_CLASSES) /* compared as wholes below */
+                        compare(f, live, next, path, d);
         }
-}
-
-static int same_kafka(const struct config *a, const struct config *b)
-{
-        if (a->kafka_cnt != b->kafka_cnt)
-                return 0;
-        for (size_t i = 0; i < a->kafka_cnt; i++)
-                if (strcmp(a->kafka[i].name, b->kafka[i].name) || strcmp(a->kafka[i].value, b->kafka[i].value))
-                        return 0;
-        return 1;
 }
 
 static int same_classes(const struct config *a, const struct config *b)
@@ -114,7 +132,7 @@ static int same_classes(const struct config *a, const struct config *b)
 static void compare_topics(struct config *live, const struct config *next, struct diff *d)
 {
         const struct field *rows = NULL;
-        for (const struct field *f = config_top_fields; f->name; f++)
+        for (const struct field *f = config_rows(); f->name; f++)
                 if (f->type == F_TOPICS)
                         rows = f->sub;
         int same = live->topic_cnt == next->topic_cnt;
@@ -135,13 +153,12 @@ int config_reload(struct config *live, const char *path, struct config_errors *e
                   char *restart, size_t rsz)
 {
         struct config *next = config_load(path, errs);
-        struct diff d = {applied, restart, asz, rsz, 0, 0};
         if (!next)
                 return -1;
+        struct diff_pair p = {live, next};
+        struct diff d = {applied, restart, asz, rsz, 0, 0, &p};
         applied[0] = restart[0] = '\0';
-        walk(config_top_fields, (char *)live, (const char *)next, "", &d);
-        if (!same_kafka(live, next))
-                note(restart, rsz, &d.rlen, "%s%s%s%s", "kafka", "", "");
+        walk(config_rows(), (char *)live, (const char *)next, "", &d);
         if (!same_classes(live, next))
                 note(restart, rsz, &d.rlen, "%s%s%s%s", "retention_classes", "", "");
         compare_topics(live, next, &d);

@@ -1,6 +1,7 @@
 /* config_table: the declarative table of every setting — a row is the whole truth about one key (type, default, bounds, names, meaning). */
 #include "base/config_impl.h"
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "base/hostport.h"
@@ -19,8 +20,8 @@ static const struct enum_name on_mismatch_names[] = {
         {"absorb", MISMATCH_ABSORB}, {"dead-letter", MISMATCH_DEAD_LETTER}, {NULL, 0}};
 static const struct enum_name log_levels[] = {
         {"error", LOG_ERROR}, {"warn", LOG_WARN}, {"info", LOG_INFO}, {"debug", LOG_DEBUG}, {NULL, 0}};
-static const struct enum_name sources[] = {
-        {"kafka", SOURCE_KAFKA}, {"rabbitmq", SOURCE_RABBITMQ}, {"nats", SOURCE_NATS}, {NULL, 0}};
+/* source: one name per broker of the broker table (config_rows fills it). */
+static struct enum_name sources[CONFIG_BROKERS_MAX + 1];
 static const struct enum_name log_formats[] = {
         {"human", LOG_FORMAT_HUMAN}, {"json", LOG_FORMAT_JSON}, {NULL, 0}};
 
@@ -250,64 +251,6 @@ static const struct field postgres_fields[] = {
         {.name = NULL},
 };
 
-static const struct field rabbitmq_dlq_fields[] = {
-        {.name = "exchange", .type = F_STR, .off = COFF(rmq_dlx), .def = "",
-         .desc = "Exchange unkeyable messages are published to (unchanged, plus dedupd's reason headers; routing key: "
-                 "the topic's dead_letter.topic), confirmed before the original is acked; empty: basic.reject "
-                 "requeue=false to the queue's own x-dead-letter-exchange (no reason headers)"},
-        {.name = NULL},
-};
-
-static const struct field rabbitmq_fields[] = {
-        {.name = "url", .type = F_STR, .off = COFF(rmq_url), .secret = 1,
-         .desc = "amqp://user:password@host:port/vhost (amqps:// for TLS); put the password in ${ENV} (never logged)"},
-        {.name = "prefetch", .type = F_INT, .off = COFF(rmq_prefetch), .def = "1000", .min = 1, .max = 65535,
-         .desc = "basic.qos: most unacknowledged deliveries at once, which bounds a batch"},
-        {.name = "heartbeat_s", .type = F_INT, .off = COFF(rmq_heartbeat_s), .def = "30", .min = 0, .max = 3600,
-         .desc = "AMQP heartbeat; a broker silent for twice this is a lost connection (0: none)"},
-        {.name = "reconnect_max_ms", .type = F_INT, .off = COFF(rmq_reconnect_max_ms), .def = "5000", .min = 10,
-         .max = 600000, .desc = "Longest wait between reconnection attempts while the broker is unreachable"},
-        {.name = "ca_file", .type = F_STR, .off = COFF(rmq_ca_file), .def = "",
-         .desc = "With amqps://: the CA certificate (PEM) the broker's certificate is verified against"},
-        {.name = "dead_letter", .type = F_SECTION, .sub = rabbitmq_dlq_fields,
-         .desc = "Where unkeyable messages go"},
-        {.name = NULL},
-};
-
-static const struct field nats_dlq_fields[] = {
-        {.name = "subject", .type = F_STR, .off = COFF(nats_dlq_subject), .def = "",
-         .desc = "Subject unkeyable messages are published to (with dedupd.* headers giving the reason; a stream "
-                 "must capture it: the PubAck is awaited before the original is acked); empty: they are "
-                 "terminated (AckTerm) and stay in the stream, the reason logged"},
-        {.name = NULL},
-};
-
-static const struct field nats_fields[] = {
-        {.name = "url", .type = F_STR, .off = COFF(nats_url), .def = "nats://127.0.0.1:4222", .secret = 1,
-         .desc = "NATS server URL(s), comma-separated; may carry user:password@ (never logged)"},
-        {.name = "stream", .type = F_STR, .off = COFF(nats_stream), .def = "",
-         .desc = "The JetStream stream whose subjects are the topics[].name; required with source: nats, and "
-                 "it must exist"},
-        {.name = "durable", .type = F_STR, .off = COFF(nats_durable), .def = "",
-         .desc = "Durable pull consumer name prefix; each topic's consumer is <durable>-<subject> (. * > as _); "
-                 "empty: dedupd-<namespace>"},
-        {.name = "max_ack_pending", .type = F_INT, .off = COFF(nats_max_ack_pending), .def = "1000", .min = 1,
-         .max = 1000000,
-         .desc = "Unacknowledged messages the server lets one consumer hold; bounds a batch (batch.max_messages "
-                 "may not exceed it)"},
-        {.name = "ack_wait_ms", .type = F_INT, .off = COFF(nats_ack_wait_ms), .def = "30000", .min = 1000,
-         .max = 3600000,
-         .desc = "How long the server waits for an ack before redelivering; keep it above batch.timeout_ms"},
-        {.name = "creds_file", .type = F_STR, .off = COFF(nats_creds_file), .def = "",
-         .desc = "NATS credentials file (JWT and seed); empty: none"},
-        {.name = "token", .type = F_STR, .off = COFF(nats_token), .def = "", .secret = 1,
-         .desc = "Authentication token (never logged); put it in ${ENV}"},
-        {.name = "tls_ca", .type = F_STR, .off = COFF(nats_tls_ca), .def = "",
-         .desc = "CA certificates file: set, the connection uses TLS and verifies the server with it"},
-        {.name = "dead_letter", .type = F_SECTION, .sub = nats_dlq_fields, .desc = "Where unkeyable messages go"},
-        {.name = NULL},
-};
-
 const struct field config_top_fields[] = {
         {.name = "namespace", .type = F_STR, .off = COFF(namespace), .required = 1,
          .desc = "Dedup scope: the service's name. Not the consumer group, which changes with a blue/green deploy "
@@ -331,14 +274,9 @@ const struct field config_top_fields[] = {
                  "handlers that declare DEDUPD_HANDLER_F_CONCURRENT (transfer and sql do); 2 per core of the "
                  "database is a good start"},
         {.name = "source", .type = F_ENUM, .off = COFF(source), .def = "kafka", .names = sources,
-         .desc = "The broker this daemon consumes (a second broker is a second dedupd)"},
+         .desc = "The broker this daemon consumes (a second broker is a second dedupd); its own settings are "
+                 "under the key of its name"},
         {.name = "postgres", .type = F_SECTION, .required = 1, .sub = postgres_fields, .desc = "The database"},
-        {.name = "kafka", .type = F_KV,
-         .desc = "librdkafka properties passed verbatim (bootstrap.servers and group.id required); required "
-                 "with source: kafka"},
-        {.name = "nats", .type = F_SECTION, .sub = nats_fields, .desc = "NATS JetStream (source: nats)"},
-        {.name = "rabbitmq", .type = F_SECTION, .sub = rabbitmq_fields,
-         .desc = "RabbitMQ (source: rabbitmq); each topics[].name is a queue"},
         {.name = "topics", .type = F_TOPICS, .required = 1, .sub = config_topic_fields,
          .desc = "The topics to consume, one entry each"},
         {.name = "retention_classes", .type = F_CLASSES, .sub = config_class_fields,
@@ -350,3 +288,39 @@ const struct field config_top_fields[] = {
          .desc = "What one message, one batch and the outbox may hold (README, Limits)"},
         {.name = NULL},
 };
+
+/* The brokers' rows follow `postgres`, each an F_OWN row around the
+ * broker's own (room for every row of CONFIG_BROKERS_MAX brokers); the
+ * `source` row's names are the brokers'. */
+#define TOP_ROWS_MAX 64
+static struct field top_rows[TOP_ROWS_MAX];
+static pthread_once_t top_rows_once = PTHREAD_ONCE_INIT;
+
+static size_t add_broker_rows(size_t n)
+{
+        const struct config_broker *b;
+        for (size_t i = 0; (b = config_broker_at(i)) && i < CONFIG_BROKERS_MAX; i++) {
+                sources[i] = (struct enum_name){b->name, (int)i};
+                for (const struct field *f = b->rows; f->name && n + 1 < TOP_ROWS_MAX; f++)
+                        top_rows[n++] = (struct field){.name = f->name, .type = F_OWN, .off = i, .sub = f,
+                                                       .desc = f->desc};
+        }
+        return n;
+}
+
+static void build_top_rows(void)
+{
+        size_t n = 0;
+        for (const struct field *f = config_top_fields; f->name && n + 1 < TOP_ROWS_MAX; f++) {
+                top_rows[n++] = *f;
+                if (f->sub == postgres_fields)
+                        n = add_broker_rows(n);
+        }
+        top_rows[n] = (struct field){.name = NULL};
+}
+
+const struct field *config_rows(void)
+{
+        pthread_once(&top_rows_once, build_top_rows);
+        return top_rows;
+}

@@ -44,7 +44,7 @@ enum family {
 static const struct metric_def defs[FAMILIES] = {
         [BUILD_INFO] = {.name = "dedupd_build_info", .type = METRIC_GAUGE,
                        .help = "dedupd's version, handler ABI and the libraries it runs on",
-                       .labels = {"version", "handler_abi", "librdkafka", "libpq"}},
+                       .labels = {"version", "handler_abi", "broker_client", "libpq"}},
         [MESSAGES] = {.name = "dedupd_messages_total", .type = METRIC_COUNTER,
                        .help = "Messages in committed batches, by outcome: applied (the effect ran), duplicate (absorbed, the first "
                                "outcome kept), rejected (the handler said no, recorded), dead_lettered",
@@ -156,9 +156,9 @@ static void set(enum family f, const char *const *labels, double v)
                 metric_set(fam[f], labels, v);
 }
 
-void metrics_build_info(const char *version, const char *handler_abi, const char *librdkafka, const char *libpq)
+void metrics_build_info(const char *version, const char *handler_abi, const char *broker_client, const char *libpq)
 {
-        set(BUILD_INFO, (const char *const[]){version, handler_abi, librdkafka, libpq}, 1);
+        set(BUILD_INFO, (const char *const[]){version, handler_abi, broker_client, libpq}, 1);
 }
 
 static const char *const outcomes[] = {"applied", "duplicate", "rejected", "dead_lettered"};

@@ -12,7 +12,7 @@ void metrics_free(void);
 char *metrics_render(void);
 
 /** dedupd_build_info: the versions, as labels of a constant 1. */
-void metrics_build_info(const char *version, const char *handler_abi, const char *librdkafka, const char *libpq);
+void metrics_build_info(const char *version, const char *handler_abi, const char *broker_client, const char *libpq);
 
 /** The series of a topic, at zero until something happens (so rates work from the start). */
 void metrics_topic(const char *topic);

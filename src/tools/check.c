@@ -10,10 +10,7 @@
 #include "ops/http.h"
 #include "pg/replication.h"
 #include "pg/store.h"
-#include "source/kafka/topics.h"
-#include "source/nats/consumers.h"
-#include "source/nats/link.h"
-#include "source/rabbitmq/queues.h"
+#include "source/brokers.h"
 
 /* What check found besides errors. */
 struct check_ctx {
@@ -28,13 +25,6 @@ static void on_lint(void *opaque, const struct topic_conf *t, const struct lint_
         ck->warnings += f->severity == LINT_WARN;
         fprintf(ck->o->err, "%s:%d:%d: %stopic '%s': %s\n", ck->cfg->path, t->line, t->col,
                 f->severity == LINT_WARN ? "warning: " : "", t->name, f->message);
-}
-
-static void on_topics(void *opaque, enum topics_severity sev, const char *file, int line, int col, const char *msg)
-{
-        struct check_ctx *ck = opaque;
-        ck->warnings += sev == TOPICS_WARN;
-        fprintf(ck->o->err, "%s:%d:%d: %s%s\n", file, line, col, sev == TOPICS_WARN ? "warning: " : "", msg);
 }
 
 /* Each topic's handler loads and has the ABI this build speaks. */
@@ -71,35 +61,13 @@ static void check_listen(struct check_ctx *ck)
                 HTTP_EXPOSED_WARNING);
 }
 
-/* RabbitMQ: every queue and the dead-letter exchange exist; where dead
- * letters go without one. */
-static enum check_rc check_queues(struct check_ctx *ck)
-{
-        const struct config *cfg = ck->cfg;
-        char err[1024];
-        enum rmq_check_rc rc = rmq_queues_check(cfg, 0, err, sizeof(err));
-        if (rc != RMQ_CHECK_OK) {
-                fprintf(ck->o->err, "%s: %s%s\n", cfg->path, rc == RMQ_CHECK_UNREACHABLE ? "RabbitMQ: " : "", err);
-                return rc == RMQ_CHECK_INVALID ? CHECK_INVALID : CHECK_UNREACHABLE;
-        }
-        fprintf(ck->o->out, "RabbitMQ: every queue exists%s\n", *cfg->rmq_dlx ? ", and the dead-letter exchange" : "");
-        if (!*cfg->rmq_dlx) {
-                ck->warnings++;
-                fprintf(ck->o->err,
-                        "%s: warning: rabbitmq.dead_letter.exchange is not set: unkeyable messages are rejected to "
-                        "each queue's own x-dead-letter-exchange, without reason headers (dropped where a queue "
-                        "has none)\n",
-                        cfg->path);
-        }
-        return CHECK_OK;
-}
-
-/* RabbitMQ cannot redeliver what it acknowledged: said unless commits wait for a synchronous standby. */
+/* A broker that cannot redeliver what it acknowledged (RabbitMQ): said
+ * unless commits wait for a synchronous standby. */
 static void check_replication(struct check_ctx *ck, struct store *s)
 {
         struct store_replication r;
         char err[512], why[256];
-        if (ck->cfg->source != SOURCE_RABBITMQ)
+        if (!broker_of(ck->cfg)->acks_final)
                 return;
         if (store_replication_read(s, &r, err, sizeof(err)) != STORE_OK) {
                 fprintf(ck->o->err, "%s: warning: cannot read the database's replication settings: %s\n",
@@ -158,40 +126,13 @@ static enum check_rc check_database(struct check_ctx *ck)
         return rc;
 }
 
-/* source: nats — the server answers and holds the stream. */
-static enum check_rc check_nats(struct check_ctx *ck)
-{
-        const struct config *cfg = ck->cfg;
-        struct nats_link l;
-        char err[1200];
-        uint64_t last = 0;
-        if (nats_link_open(&l, cfg, err, sizeof(err))) {
-                fprintf(ck->o->err, "%s: %s\n", cfg->path, err);
-                return CHECK_UNREACHABLE;
-        }
-        enum nats_check_rc c = nats_stream_check(&l, cfg, &last, err, sizeof(err));
-        if (c == NATS_CHECK_OK)
-                fprintf(ck->o->out, "stream %s on %s: exists, last sequence %" PRIu64 "\n", cfg->nats_stream,
-                        l.server, last);
-        else
-                fprintf(ck->o->err, "%s: %s\n", cfg->path, err);
-        nats_link_close(&l);
-        return c == NATS_CHECK_OK ? CHECK_OK : c == NATS_CHECK_FAILED ? CHECK_INVALID : CHECK_UNREACHABLE;
-}
-
-/* The broker's side: Kafka's topics, the NATS stream, or the RabbitMQ queues. */
+/* The broker's side, as the broker checks it. */
 static enum check_rc check_broker(struct check_ctx *ck)
 {
-        char rerr[1024];
-        if (ck->cfg->source == SOURCE_NATS)
-                return check_nats(ck);
-        if (ck->cfg->source == SOURCE_RABBITMQ)
-                return check_queues(ck);
-        enum topics_rc t = topics_check(ck->cfg, TOPICS_CHECK_ONLY, ck->o->broker_timeout_ms, on_topics, ck, NULL,
-                                        rerr, sizeof(rerr));
-        return t == TOPICS_UNREACHABLE || t == TOPICS_REFUSED ? CHECK_UNREACHABLE
-               : t == TOPICS_INVALID                          ? CHECK_INVALID
-                                                              : CHECK_OK;
+        struct broker_report rep = {ck->o->out, ck->o->err, ck->cfg->path, 0, ck->o->broker_timeout_ms};
+        enum broker_check rc = broker_of(ck->cfg)->check(ck->cfg, &rep);
+        ck->warnings += rep.warnings;
+        return rc == BROKER_CHECK_UNREACHABLE ? CHECK_UNREACHABLE : rc == BROKER_CHECK_INVALID ? CHECK_INVALID : CHECK_OK;
 }
 
 enum check_rc check_run(const struct config *cfg, const struct check_opts *o)

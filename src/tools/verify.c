@@ -9,15 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <librdkafka/rdkafka.h>
-
 #include "core/loader.h"
 #include "pg/audit.h"
 #include "pg/offsets.h"
 #include "pg/store.h"
-#include "source/kafka/client.h"
-#include "source/rabbitmq/queues.h"
-#include "tools/verify_nats.h"
+#include "source/brokers.h"
 
 
 static const char *const statuses[] = {"DONE", "FAILED", "PENDING", "EXPIRED"};
@@ -235,113 +231,16 @@ static int evidence(struct store *s, const struct config *cfg, struct findings *
         return rc;
 }
 
-/* RabbitMQ has no offsets to compare: what is caught up is an empty queue
- * (its ready messages; the ones delivered and not yet acknowledged are not
- * counted). */
-static int queue_depth(const struct config *cfg, const struct verify_opts *o, struct findings *f, char *err,
-                       size_t errsz)
-{
-        int64_t ready[cfg->topic_cnt ? cfg->topic_cnt : 1];
-        printf("\nlag: not measured (source: rabbitmq has no offsets); messages ready per queue instead\n");
-        if (rmq_queues_depth(cfg, ready, err, errsz) != RMQ_CHECK_OK)
-                return -1;
-        for (size_t t = 0; t < cfg->topic_cnt; t++) {
-                printf("  %-24s %12" PRId64 " ready\n", cfg->topics[t].name, ready[t]);
-                if (o->expect_caught_up && ready[t] > 0)
-                        add(f, "lag: queue %s is not caught up: %" PRId64 " message(s) ready", cfg->topics[t].name,
-                            ready[t]);
-        }
-        return 0;
-}
-
-/* High watermark minus dedupd's next offset and minus Kafka's committed
- * offset, per partition of every configured topic. */
-static int lag(struct store *s, const struct config *cfg, const struct verify_opts *o, struct findings *f,
-               char *err, size_t errsz)
-{
-        if (cfg->source == SOURCE_RABBITMQ)
-                return queue_depth(cfg, o, f, err, errsz);
-        const char *group = kafka_property(cfg, "group.id");
-        rd_kafka_t *rk = kafka_client(cfg, RD_KAFKA_CONSUMER, KAFKA_ROLE_CLIENT, group, err, errsz);
-        int64_t db_total = 0, kafka_total = 0;
-        int rc = -1;
-
-        if (!rk)
-                return -1;
-        printf("\nlag (group %s: high watermark minus position; no position counts from the low watermark)\n",
-               group ? group : "?");
-        printf("  %-24s %9s %12s %12s %9s %12s %9s\n", "topic", "partition", "high", "dedupd", "lag", "kafka",
-               "lag");
-        for (size_t t = 0; t < cfg->topic_cnt; t++) {
-                const char *topic = cfg->topics[t].name;
-                int n = kafka_partition_count(rk, topic, err, errsz);
-                struct store_position *pos = NULL;
-                size_t npos = 0;
-                rd_kafka_topic_partition_list_t *l;
-                rd_kafka_resp_err_t e;
-
-                if (n < 0)
-                        goto out;
-                if (store_positions(s, cfg->namespace, topic, &pos, &npos, err, errsz))
-                        goto out;
-                l = rd_kafka_topic_partition_list_new(n);
-                for (int p = 0; p < n; p++)
-                        rd_kafka_topic_partition_list_add(l, topic, p);
-                if ((e = rd_kafka_committed(rk, l, KAFKA_TIMEOUT_MS))) {
-                        snprintf(err, errsz, "committed offsets of group %s: %s", group, rd_kafka_err2str(e));
-                        rd_kafka_topic_partition_list_destroy(l);
-                        free(pos);
-                        goto out;
-                }
-                for (int p = 0; p < n && !e; p++) {
-                        int64_t lo, hi, db = -1, kc = l->elems[p].offset;
-                        if ((e = rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi, KAFKA_TIMEOUT_MS))) {
-                                snprintf(err, errsz, "watermarks of %s/%d: %s", topic, p, rd_kafka_err2str(e));
-                                break;
-                        }
-                        for (size_t k = 0; k < npos; k++)
-                                if (pos[k].partition == p)
-                                        db = pos[k].next_offset;
-                        int64_t dlag = hi - (db >= 0 ? db : lo), klag = hi - (kc >= 0 ? kc : lo);
-                        char dbs[24] = "-", ks[24] = "-";
-                        if (db >= 0)
-                                snprintf(dbs, sizeof(dbs), "%" PRId64, db);
-                        if (kc >= 0)
-                                snprintf(ks, sizeof(ks), "%" PRId64, kc);
-                        printf("  %-24s %9d %12" PRId64 " %12s %9" PRId64 " %12s %9" PRId64 "\n", topic, p, hi,
-                               dbs, dlag, ks, klag);
-                        db_total += dlag;
-                        kafka_total += klag;
-                        if (o->expect_caught_up && (dlag > 0 || klag > 0))
-                                add(f, "lag: %s/%d is not caught up: high watermark %" PRId64 ", dedupd at %s"
-                                       " (lag %" PRId64 "), Kafka's committed offset %s (lag %" PRId64 ")",
-                                    topic, p, hi, dbs, dlag, ks, klag);
-                }
-                rd_kafka_topic_partition_list_destroy(l);
-                free(pos);
-                if (e)
-                        goto out;
-        }
-        printf("  %-24s %9s %12s %12s %9" PRId64 " %12s %9" PRId64 "\n", "total", "", "", "", db_total, "",
-               kafka_total);
-        rc = 0;
-out:
-        rd_kafka_destroy(rk);
-        return rc;
-}
-
 static void add_line(void *opaque, const char *line)
 {
         add(opaque, "%s", line);
 }
 
-/* The broker's side: Kafka's watermarks and group, or the NATS consumers. */
+/* The broker's side: its own lag table. */
 static int broker_lag(struct store *s, const struct config *cfg, const struct verify_opts *o, struct findings *f,
                       char *err, size_t errsz)
 {
-        if (cfg->source == SOURCE_NATS)
-                return verify_nats_lag(s, cfg, o->expect_caught_up, add_line, f, err, errsz);
-        return lag(s, cfg, o, f, err, errsz);
+        return broker_of(cfg)->lag(s, cfg, o->expect_caught_up, add_line, f, err, errsz);
 }
 
 enum verify_rc verify_run(const struct config *cfg, const struct verify_opts *o, char *err,

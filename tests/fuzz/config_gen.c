@@ -44,7 +44,7 @@ struct gen {
         size_t mcnt;
         const struct gen_env *env;
         struct strbuf out;
-        int source;                  /* enum source_kind the text names */
+        int source;                  /* the broker the text names: its place in the broker table */
         int topic;                   /* index of the topic being written */
         int anchors;                 /* &a0 ... defined so far */
         unsigned row;                /* rows visited so far */
@@ -318,14 +318,24 @@ static void emit_value(struct gen *g, const struct field *f, const char *path, e
 
 static void emit_rows(struct gen *g, const struct field *rows, const char *prefix, int ind);
 
+/* The brokers source: may name. */
+static size_t sources_known(void)
+{
+        size_t n = 0;
+        while (config_broker_at(n))
+                n++;
+        return n;
+}
+
 /* Present in the config that loads: required, or what the chosen source needs. */
 static int base_present(const struct gen *g, const struct field *f, const char *path)
 {
         if (f->required)
                 return 1;
-        if (g->source == SOURCE_KAFKA)
+        const char *source = config_broker_at((size_t)g->source)->name;
+        if (!strcmp(source, "kafka"))
                 return !strcmp(path, "kafka");
-        if (g->source == SOURCE_NATS)
+        if (!strcmp(source, "nats"))
                 return !strcmp(path, "nats") || !strcmp(path, "nats.stream") || !strcmp(path, "nats.url");
         return !strcmp(path, "rabbitmq") || !strcmp(path, "rabbitmq.url");
 }
@@ -468,6 +478,8 @@ static void emit_compound(struct gen *g, const struct field *f, const char *path
 
 static void emit_row(struct gen *g, const struct field *f, const char *path, int ind)
 {
+        if (f->type == F_OWN) /* a broker's own row, written as any other */
+                f = f->sub;
         enum choice c = choose(g);
         if (g->env->number_rows) {
                 indent(g, ind);
@@ -482,7 +494,7 @@ static void emit_row(struct gen *g, const struct field *f, const char *path, int
                 return;
         }
         if (f->type == F_ENUM && !strcmp(path, "source") && c == C_VALID)
-                g->source = (int)(take(g) % 3);
+                g->source = (int)(take(g) % sources_known());
         if ((c == C_BASE || c == C_UNKNOWN) && !base_present(g, f, path))
                 return;
         for (int twice = 0; twice <= (c == C_TWICE); twice++) {
@@ -508,8 +520,8 @@ static void emit_rows(struct gen *g, const struct field *rows, const char *prefi
 char *gen_config(const uint8_t *data, size_t size, const struct gen_env *env, int *source)
 {
         struct gen g = {.data = data, .size = size, .m = (const struct mutation *)data,
-                        .mcnt = size / sizeof(struct mutation), .env = env, .source = SOURCE_KAFKA};
-        emit_rows(&g, config_top_fields, "", 0);
+                        .mcnt = size / sizeof(struct mutation), .env = env, .source = 0 /* source's default: the table's first */};
+        emit_rows(&g, config_rows(), "", 0);
         strbuf_add(&g.out, "", 1);
         *source = g.source;
         return g.out.p;

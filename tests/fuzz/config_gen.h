@@ -24,7 +24,7 @@ struct gen_env {
  * the key twice, an unknown key beside it, deep nesting, an anchor or an
  * alias, a ${VAR}, or raw bytes — and two bytes for what it picks. A row
  * no mutation names is the baseline: no bytes at all is a config that
- * loads. *source receives the source the text names (enum source_kind).
+ * loads. *source receives the source the text names (its place in the broker table).
  */
 char *gen_config(const uint8_t *data, size_t size, const struct gen_env *env, int *source);
 

@@ -11,6 +11,9 @@
 #include "base/config_impl.h"
 #include "base/log.h"
 #include "config_gen.h"
+#include "source/kafka/settings.h"
+#include "source/nats/settings.h"
+#include "source/rabbitmq/settings.h"
 #include "tools/check.h"
 
 #ifndef FUZZ_HANDLER
@@ -71,6 +74,8 @@ static void setup(void)
 
 /* What a loaded config promises, row by row: a string row is set unless optional, and "" only
  * where the row gives "" a meaning; numbers within bounds; enums one of their names. */
+static const struct config *cfg_held; /* the config rows_hold looks at */
+
 static void rows_hold(const struct field *rows, const void *base, const char *what)
 {
         for (const struct field *f = rows; f->name; f++) {
@@ -99,6 +104,9 @@ static void rows_hold(const struct field *rows, const void *base, const char *wh
                         FUZZ_ASSERT(f->names[n].name, "%s%s = %d, none of its names", what, f->name, *(const int *)slot);
                         break;
                 case F_SECTION: rows_hold(f->sub, base, what); break;
+                case F_OWN: /* a broker's own row, on its settings */
+                        rows_hold((const struct field[]){*f->sub, {.name = NULL}}, cfg_held->broker_settings[f->off], what);
+                        break;
                 default: break;
                 }
         }
@@ -107,7 +115,8 @@ static void rows_hold(const struct field *rows, const void *base, const char *wh
 static void config_holds(const struct config *cfg)
 {
         int bootstrap = 0, group = 0;
-        rows_hold(config_top_fields, cfg, "");
+        cfg_held = cfg;
+        rows_hold(config_rows(), cfg, "");
         FUZZ_ASSERT(cfg->topic_cnt >= 1, "loaded without a topic");
         for (size_t i = 0; i < cfg->topic_cnt; i++) {
                 rows_hold(config_topic_fields, &cfg->topics[i], "topics[].");
@@ -115,11 +124,13 @@ static void config_holds(const struct config *cfg)
         }
         for (size_t i = 0; i < cfg->class_cnt; i++)
                 rows_hold(config_class_fields, &cfg->classes[i], "retention_classes.*.");
-        for (size_t i = 0; i < cfg->kafka_cnt; i++) {
-                bootstrap |= !strcmp(cfg->kafka[i].name, "bootstrap.servers") && *cfg->kafka[i].value;
-                group |= !strcmp(cfg->kafka[i].name, "group.id") && *cfg->kafka[i].value;
+        const struct config_kvs *kafka = kafka_props(cfg);
+        for (size_t i = 0; i < kafka->n; i++) {
+                bootstrap |= !strcmp(kafka->v[i].name, "bootstrap.servers") && *kafka->v[i].value;
+                group |= !strcmp(kafka->v[i].name, "group.id") && *kafka->v[i].value;
         }
-        FUZZ_ASSERT(cfg->source != SOURCE_KAFKA || (bootstrap && group), "kafka loaded without its servers or group");
+        FUZZ_ASSERT(strcmp(config_source_name(cfg), "kafka") || (bootstrap && group),
+                    "kafka loaded without its servers or group");
 }
 
 static void errors_located(const struct config_errors *errs, const char *file)
@@ -139,18 +150,18 @@ static void errors_located(const struct config_errors *errs, const char *file)
 static int endpoints_local(const struct config *cfg)
 {
         int ok = gen_env_endpoint(&env, cfg->pg_conninfo), servers = 0;
-        for (size_t i = 0; i < cfg->kafka_cnt; i++)
-                if (!strcmp(cfg->kafka[i].name, "bootstrap.servers") ||
-                    !strcmp(cfg->kafka[i].name, "metadata.broker.list")) {
-                        ok &= gen_env_endpoint(&env, cfg->kafka[i].value);
+        const struct config_kvs *kafka = kafka_props(cfg);
+        const char *source = config_source_name(cfg);
+        for (size_t i = 0; i < kafka->n; i++)
+                if (!strcmp(kafka->v[i].name, "bootstrap.servers") || !strcmp(kafka->v[i].name, "metadata.broker.list")) {
+                        ok &= gen_env_endpoint(&env, kafka->v[i].value);
                         servers++;
                 }
-        switch ((enum source_kind)cfg->source) {
-        case SOURCE_KAFKA: return ok && servers;
-        case SOURCE_NATS: return ok && gen_env_endpoint(&env, cfg->nats_url);
-        case SOURCE_RABBITMQ: return ok && gen_env_endpoint(&env, cfg->rmq_url);
-        }
-        return 0;
+        if (!strcmp(source, "kafka"))
+                return ok && servers;
+        if (!strcmp(source, "nats"))
+                return ok && gen_env_endpoint(&env, nats_conf(cfg)->url);
+        return ok && gen_env_endpoint(&env, rmq_conf(cfg)->url);
 }
 
 static void reload(const char *yaml)

@@ -17,8 +17,8 @@ abi=$(sed -n 's/^#define DEDUPD_HANDLER_ABI_MAJOR \([0-9]*\)$/\1/p' "$ROOT/inclu
 for prog in dedupd dedupctl; do
         "$BUILD/$prog" --version >"$WORK/$prog.version" || fail "$prog --version exited $?"
         assert_eq "$(sed -n 1p "$WORK/$prog.version")" "$prog $(sed -n 's/^project(dedupd VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt") (handler ABI $abi)" "$prog --version, line 1"
-        assert_eq "$(sed -n 2p "$WORK/$prog.version")" "librdkafka $(pkg-config --modversion rdkafka), libpq $(pkg-config --modversion libpq)" "$prog --version, line 2"
-        assert_eq "$(sed -n 3p "$WORK/$prog.version")" "librabbitmq $(pkg-config --modversion librabbitmq), nats.c $(pkg-config --modversion libnats)" "$prog --version, line 3"
+        assert_eq "$(sed -n 2p "$WORK/$prog.version")" "librdkafka $(pkg-config --modversion rdkafka), librabbitmq $(pkg-config --modversion librabbitmq), nats.c $(pkg-config --modversion libnats)" "$prog --version, line 2 (the brokers' client libraries)"
+        assert_eq "$(sed -n 3p "$WORK/$prog.version")" "libpq $(pkg-config --modversion libpq)" "$prog --version, line 3"
         grep -q '^fault points: ' "$WORK/$prog.version" || fail "$prog --version does not say whether fault points are in"
         grep -q -- "-V, --version" <<<"$("$BUILD/$prog" --help)" || fail "$prog --help does not list --version"
 done

@@ -63,7 +63,7 @@ grep -q "badurl.yaml:[0-9]*:[0-9]*: rabbitmq.url: not an AMQP URL" "$WORK/badurl
 rc=0
 "$DEDUPD" -c "$WORK/both.yaml" >"$WORK/both.log" 2>&1 || rc=$?
 assert_eq "$rc" 2 "dedupd exit code with a kafka: section under source: rabbitmq"
-grep -q "'kafka' is set but source is rabbitmq" "$WORK/both.log" || fail "stray kafka: $(cat "$WORK/both.log")"
+grep -q "kafka: is used only with source: kafka (this config consumes RabbitMQ)" "$WORK/both.log" || fail "stray kafka: $(cat "$WORK/both.log")"
 
 # The queue deleted under a running dedupd: the broker cancels the consumer,
 # the reconnection finds no queue, and dedupd stops (exit 1) naming it.

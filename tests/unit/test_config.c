@@ -7,6 +7,9 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "source/kafka/settings.h"
+#include "source/nats/settings.h"
+#include "source/rabbitmq/settings.h"
 #include "base/config.h"
 #include "base/keyspec.h"
 #include "base/log.h"
@@ -144,16 +147,16 @@ static void valid_full_config(void **state)
         assert_int_equal(cfg->db_retry_max_ms, 5000);
 
         /* kafka: passed through verbatim, in file order, with their positions */
-        assert_int_equal(cfg->kafka_cnt, 3);
-        assert_string_equal(cfg->kafka[0].name, "bootstrap.servers");
-        assert_string_equal(cfg->kafka[0].value, "127.0.0.1:9092");
-        assert_int_equal(cfg->kafka[0].line, 7);
-        assert_string_equal(cfg->kafka[1].name, "group.id");
-        assert_string_equal(cfg->kafka[1].value, "payments-dedupd");
-        assert_string_equal(cfg->kafka[2].name, "session.timeout.ms");
-        assert_string_equal(cfg->kafka[2].value, "30000");
-        assert_int_equal(cfg->kafka[2].line, 9);
-        assert_int_equal(cfg->kafka[2].col, 23);
+        assert_int_equal(kafka_props(cfg)->n, 3);
+        assert_string_equal(kafka_props(cfg)->v[0].name, "bootstrap.servers");
+        assert_string_equal(kafka_props(cfg)->v[0].value, "127.0.0.1:9092");
+        assert_int_equal(kafka_props(cfg)->v[0].line, 7);
+        assert_string_equal(kafka_props(cfg)->v[1].name, "group.id");
+        assert_string_equal(kafka_props(cfg)->v[1].value, "payments-dedupd");
+        assert_string_equal(kafka_props(cfg)->v[2].name, "session.timeout.ms");
+        assert_string_equal(kafka_props(cfg)->v[2].value, "30000");
+        assert_int_equal(kafka_props(cfg)->v[2].line, 9);
+        assert_int_equal(kafka_props(cfg)->v[2].col, 23);
 
         assert_int_equal(cfg->topic_cnt, 2);
 
@@ -230,7 +233,7 @@ static void minimal_config_defaults(void **state)
         assert_int_equal(cfg->startup_timeout_ms, 60000);
         assert_int_equal(cfg->shutdown_timeout_ms, 10000);
         assert_int_equal(cfg->db_retry_max_ms, 5000);
-        assert_int_equal(cfg->kafka_cnt, 2);
+        assert_int_equal(kafka_props(cfg)->n, 2);
         assert_int_equal(cfg->topic_cnt, 1);
         assert_string_equal(cfg->topics[0].dlq_topic, "t.dlq");
         assert_int_equal(cfg->topics[0].batch_max_messages, 500);
@@ -287,12 +290,12 @@ static void rabbitmq_config_defaults(void **state)
                                      "rabbitmq: {url: \"amqp://u:s3cret@h:5672/v\"}\n"
                                      "topics:\n"
                                      "  - {name: q, key: {subject: \"{amqp:message_id}\"}, handler: {path: h.so}}\n");
-        assert_int_equal(cfg->source, SOURCE_RABBITMQ);
-        assert_string_equal(cfg->rmq_url, "amqp://u:s3cret@h:5672/v");
-        assert_int_equal(cfg->rmq_prefetch, 1000);
-        assert_int_equal(cfg->rmq_heartbeat_s, 30);
-        assert_string_equal(cfg->rmq_dlx, "");
-        assert_int_equal(cfg->kafka_cnt, 0);
+        assert_string_equal(config_source_name(cfg), "rabbitmq");
+        assert_string_equal(rmq_conf(cfg)->url, "amqp://u:s3cret@h:5672/v");
+        assert_int_equal(rmq_conf(cfg)->prefetch, 1000);
+        assert_int_equal(rmq_conf(cfg)->heartbeat_s, 30);
+        assert_string_equal(rmq_conf(cfg)->dlx, "");
+        assert_int_equal(kafka_props(cfg)->n, 0);
         assert_true(keyspec_reads_amqp(cfg->topics[0].keyspec));
         char *dump = NULL;
         size_t len = 0;
@@ -334,8 +337,8 @@ static void env_substitution(void **state)
 
         assert_string_equal(cfg->namespace, "default-ns");            /* unset: default */
         assert_string_equal(cfg->pg_conninfo, "host=db.internal password=pa$$word$"); /* bare $ kept */
-        assert_string_equal(cfg->kafka[0].value, "db.internal:9092");  /* set: substituted */
-        assert_string_equal(cfg->kafka[1].value, "fallback-group");    /* set but empty: default */
+        assert_string_equal(kafka_props(cfg)->v[0].value, "db.internal:9092");  /* set: substituted */
+        assert_string_equal(kafka_props(cfg)->v[1].value, "fallback-group");    /* set but empty: default */
         assert_string_equal(cfg->topics[0].name, "orders");
         assert_string_equal(cfg->topics[0].dlq_topic, "orders.dlq");
         assert_string_equal(cfg->topics[0].key_action, "SHIP");
@@ -369,7 +372,7 @@ static void load_from_file(void **state)
         assert_string_equal(config_tree_get(config_topic(cfg, "payments")->handler_config,
                                             "accounts.initial_balance"),
                             "1000");
-        assert_int_equal(cfg->kafka[2].line, 12);
+        assert_int_equal(kafka_props(cfg)->v[2].line, 12);
         config_free(cfg);
 }
 
@@ -427,17 +430,17 @@ static const struct err_case err_cases[] = {
          "t.yaml:7:1: rabbitmq: is used only with source: rabbitmq (this config consumes Kafka)", NULL, NULL},
         {"error: a kafka section under source rabbitmq",
          Y_RMQ_HEAD Y_KAFKA Y_TOPICS, 1,
-         "t.yaml:8:3: 'kafka' is set but source is rabbitmq", NULL, NULL},
+         "t.yaml:7:1: kafka: is used only with source: kafka (this config consumes RabbitMQ); remove it", NULL, NULL},
         {"error: an AMQP property in a Kafka topic's key",
          Y_HEAD Y_TOPIC_START "      subject: \"{amqp:message_id}\"\n" Y_ACTION Y_HANDLER, 1,
-         "t.yaml:8:5: topic 't': {amqp:...} reads an AMQP property, which only source: rabbitmq has", NULL, NULL},
+         "t.yaml:8:5: topic 't': {amqp:...} reads an AMQP property, which source: kafka does not have", NULL, NULL},
         {"error: an unknown AMQP property",
          Y_RMQ_HEAD Y_TOPIC_START "      subject: \"{amqp:priority}\"\n" Y_ACTION Y_HANDLER, 1,
          "t.yaml:10:16: 'topics[0].key.subject': unknown AMQP property '{amqp:priority}'", NULL, NULL},
         {"error: unknown top-level key",
          Y_HEAD "colour: blue\n" Y_TOPICS, 1,
          "t.yaml:7:1: unknown key 'colour'",
-         "(expected one of: namespace, log_level, log_format, startup_timeout_ms, shutdown_timeout_ms, workers, source, postgres, kafka, nats, rabbitmq, topics, retention_classes, purge, outbox, http, limits)", NULL},
+         "(expected one of: namespace, log_level, log_format, startup_timeout_ms, shutdown_timeout_ms, workers, source, postgres, kafka, rabbitmq, nats, topics, retention_classes, purge, outbox, http, limits)", NULL},
         {"error: unknown key inside topics[0].key",
          Y_HEAD Y_TOPIC_START Y_SUBJECT Y_ACTION "      flavour: salty\n" Y_HANDLER, 1,
          "t.yaml:12:7: unknown key 'topics[0].key.flavour'",
@@ -484,7 +487,7 @@ static const struct err_case err_cases[] = {
          "t.yaml:5:1: missing required key 'nats.stream'", NULL, NULL},
         {"error: source nats with a kafka section",
          "namespace: svc\nsource: nats\nnats: {stream: S}\n" Y_PG Y_KAFKA Y_TOPICS, 1,
-         "t.yaml:7:3: kafka: is not used with source: nats", NULL, NULL},
+         "t.yaml:6:1: kafka: is used only with source: kafka (this config consumes NATS JetStream); remove it", NULL, NULL},
         {"error: source nats, a batch larger than max_ack_pending",
          "namespace: svc\nsource: nats\nnats: {stream: S, max_ack_pending: 10}\n" Y_PG Y_TOPICS, 1,
          "t.yaml:7:5: topic 't': batch.max_messages 500 exceeds nats.max_ack_pending 10", NULL, NULL},
@@ -515,7 +518,7 @@ static const struct err_case err_cases[] = {
          "t.yaml:9:10: 'topics[0].key", "must be a mapping, not a scalar", NULL},
         {"error: kafka is not a mapping",
          "namespace: svc\n" Y_PG "kafka: b:9092\n" Y_TOPICS, 1,
-         "t.yaml:4:8: 'kafka' must be a mapping of librdkafka properties, not a scalar", NULL, NULL},
+         "t.yaml:4:8: 'kafka' must be a mapping of names to values, not a scalar", NULL, NULL},
         {"error: top level is a list",
          "- namespace: svc\n", 1,
          "t.yaml:1:1: 'top level' must be a mapping, not a list", NULL, NULL},
@@ -889,8 +892,8 @@ static void quoted_values_are_not_holes(void **state)
                                      "  - {name: t, key: {subject: \"{key}\"}, handler: {path: h.so},"
                                      " reply: {header: \"\"}}\n");
         assert_string_equal(cfg->namespace, "null");
-        assert_string_equal(cfg->kafka[1].value, "~");
-        assert_string_equal(cfg->kafka[2].value, "");
+        assert_string_equal(kafka_props(cfg)->v[1].value, "~");
+        assert_string_equal(kafka_props(cfg)->v[2].value, "");
         assert_string_equal(cfg->http_listen, "");
         assert_string_equal(cfg->topics[0].reply_header, "");
         config_free(cfg);
@@ -1254,12 +1257,12 @@ static void nats_source_reads_and_hides_its_url(void **state)
         size_t len = 0;
         FILE *fp = open_memstream(&text, &len);
         assert_non_null(fp);
-        assert_int_equal(cfg->source, SOURCE_NATS);
-        assert_string_equal(cfg->nats_stream, "ORDERS");
-        assert_int_equal(cfg->nats_max_ack_pending, 600);
-        assert_int_equal(cfg->nats_ack_wait_ms, 30000);
-        assert_string_equal(cfg->nats_dlq_subject, "orders.dead");
-        assert_int_equal(cfg->kafka_cnt, 0);
+        assert_string_equal(config_source_name(cfg), "nats");
+        assert_string_equal(nats_conf(cfg)->stream, "ORDERS");
+        assert_int_equal(nats_conf(cfg)->max_ack_pending, 600);
+        assert_int_equal(nats_conf(cfg)->ack_wait_ms, 30000);
+        assert_string_equal(nats_conf(cfg)->dlq_subject, "orders.dead");
+        assert_int_equal(kafka_props(cfg)->n, 0);
         config_dump(cfg, fp);
         fclose(fp);
         assert_contains(text, "source: nats\n");

@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "source/nats/settings.h"
 #include "base/config.h"
 #include "source/nats/link.h"
 
@@ -47,8 +48,9 @@ static void consumer_names_are_legal_and_per_topic(void **state)
         assert_non_null(cfg);
         assert_string_equal(nats_consumer_name(cfg, 0, a, sizeof(a)), "dedupd-shop-orders___pay");
         assert_string_equal(nats_consumer_name(cfg, 1, b, sizeof(b)), "dedupd-shop-refunds__");
-        free(cfg->nats_durable);
-        cfg->nats_durable = strdup("billing");
+        struct nats_settings *n = config_broker_settings(cfg);
+        free(n->durable);
+        n->durable = strdup("billing");
         assert_string_equal(nats_consumer_name(cfg, 0, a, sizeof(a)), "billing-orders___pay");
         config_free(cfg);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "source/kafka/settings.h"
 
 static const char *const consumer_props[] = {
         "group.id", "group.instance.id", "auto.offset.reset", "enable.auto.commit",
@@ -27,10 +28,7 @@ int kafka_is_consumer_property(const char *name)
 
 const char *kafka_property(const struct config *cfg, const char *name)
 {
-        for (size_t i = 0; i < cfg->kafka_cnt; i++)
-                if (!strcmp(cfg->kafka[i].name, name))
-                        return cfg->kafka[i].value;
-        return NULL;
+        return config_kvs_get(kafka_props(cfg), name);
 }
 
 int kafka_user_set(const struct config *cfg, const char *name) { return kafka_property(cfg, name) != NULL; }
@@ -83,10 +81,11 @@ rd_kafka_conf_t *kafka_conf(const struct config *cfg, enum kafka_role role, cons
                             char *err, size_t errsz)
 {
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
-        for (size_t i = 0; i < cfg->kafka_cnt; i++) {
-                if (role != KAFKA_ROLE_CONSUMER && kafka_is_consumer_property(cfg->kafka[i].name))
+        const struct config_kvs *props = kafka_props(cfg);
+        for (size_t i = 0; i < props->n; i++) {
+                if (role != KAFKA_ROLE_CONSUMER && kafka_is_consumer_property(props->v[i].name))
                         continue;
-                if (rd_kafka_conf_set(conf, cfg->kafka[i].name, cfg->kafka[i].value, err, errsz) != RD_KAFKA_CONF_OK)
+                if (rd_kafka_conf_set(conf, props->v[i].name, props->v[i].value, err, errsz) != RD_KAFKA_CONF_OK)
                         goto error;
         }
         for (size_t i = 0; extra && extra[i]; i += 2)

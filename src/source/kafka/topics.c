@@ -13,6 +13,7 @@
 
 #include "base/log.h"
 #include "source/kafka/client.h"
+#include "source/kafka/settings.h"
 #include "core/retention.h"
 
 enum topic_state { TOPIC_UNKNOWN = 0, TOPIC_FOUND, TOPIC_MISSING };
@@ -378,11 +379,12 @@ static rd_kafka_t *admin_client(struct check *ck, char *why, size_t whysz)
 /* Where bootstrap.servers is written, for the message that names it. */
 static void bootstrap_pos(const struct config *cfg, int *line, int *col)
 {
+        const struct config_kvs *props = kafka_props(cfg);
         *line = *col = 0;
-        for (size_t i = 0; i < cfg->kafka_cnt; i++)
-                if (!strcmp(cfg->kafka[i].name, "bootstrap.servers") || !strcmp(cfg->kafka[i].name, "metadata.broker.list")) {
-                        *line = cfg->kafka[i].line;
-                        *col = cfg->kafka[i].col;
+        for (size_t i = 0; i < props->n; i++)
+                if (!strcmp(props->v[i].name, "bootstrap.servers") || !strcmp(props->v[i].name, "metadata.broker.list")) {
+                        *line = props->v[i].line;
+                        *col = props->v[i].col;
                 }
 }
 

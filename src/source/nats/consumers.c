@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "source/nats/settings.h"
 
 static enum nats_check_rc failed(natsStatus s, jsErrCode jerr, const char *what, char *err, size_t errsz)
 {
@@ -20,15 +21,15 @@ enum nats_check_rc nats_stream_check(struct nats_link *l, const struct config *c
         jsStreamInfo *si = NULL;
         jsErrCode jerr = 0;
         char what[320];
-        natsStatus s = js_GetStreamInfo(&si, l->js, cfg->nats_stream, NULL, &jerr);
+        natsStatus s = js_GetStreamInfo(&si, l->js, nats_conf(cfg)->stream, NULL, &jerr);
         if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
                 snprintf(err, errsz, "nats.stream %s does not exist on %s: create it (its subjects must include "
                                      "every topics[].name)",
-                         cfg->nats_stream, l->server);
+                         nats_conf(cfg)->stream, l->server);
                 return NATS_CHECK_FAILED;
         }
         if (s != NATS_OK) {
-                snprintf(what, sizeof(what), "stream %s on %s", cfg->nats_stream, l->server);
+                snprintf(what, sizeof(what), "stream %s on %s", nats_conf(cfg)->stream, l->server);
                 return failed(s, jerr, what, err, errsz);
         }
         if (last_seq)
@@ -51,17 +52,17 @@ static enum nats_check_rc create(struct nats_link *l, const struct config *cfg, 
         cc.Durable = name;
         cc.FilterSubject = cfg->topics[t].name;
         cc.AckPolicy = js_AckExplicit;
-        cc.AckWait = (int64_t)cfg->nats_ack_wait_ms * 1000000;
-        cc.MaxAckPending = cfg->nats_max_ack_pending;
+        cc.AckWait = (int64_t)nats_conf(cfg)->ack_wait_ms * 1000000;
+        cc.MaxAckPending = nats_conf(cfg)->max_ack_pending;
         cc.DeliverPolicy = js_DeliverAll;
         if (start >= 1) {
                 cc.DeliverPolicy = js_DeliverByStartSequence;
                 cc.OptStartSeq = (uint64_t)start;
         }
-        natsStatus s = js_AddConsumer(&ci, l->js, cfg->nats_stream, &cc, NULL, &jerr);
+        natsStatus s = js_AddConsumer(&ci, l->js, nats_conf(cfg)->stream, &cc, NULL, &jerr);
         if (s != NATS_OK) {
                 char what[400];
-                snprintf(what, sizeof(what), "creating consumer %s on stream %s", name, cfg->nats_stream);
+                snprintf(what, sizeof(what), "creating consumer %s on stream %s", name, nats_conf(cfg)->stream);
                 return failed(s, jerr, what, err, errsz);
         }
         if (first)
@@ -74,7 +75,7 @@ static natsStatus info(struct nats_link *l, const struct config *cfg, size_t t, 
 {
         char name[256];
         nats_consumer_name(cfg, t, name, sizeof(name));
-        return js_GetConsumerInfo(ci, l->js, cfg->nats_stream, name, NULL, jerr);
+        return js_GetConsumerInfo(ci, l->js, nats_conf(cfg)->stream, name, NULL, jerr);
 }
 
 static int not_found(natsStatus s, jsErrCode jerr)
@@ -89,7 +90,7 @@ enum nats_check_rc nats_consumer_reset(struct nats_link *l, const struct config 
         char name[256];
         uint64_t f = 0;
         nats_consumer_name(cfg, t, name, sizeof(name));
-        natsStatus s = js_DeleteConsumer(l->js, cfg->nats_stream, name, NULL, &jerr);
+        natsStatus s = js_DeleteConsumer(l->js, nats_conf(cfg)->stream, name, NULL, &jerr);
         if (s != NATS_OK && !not_found(s, jerr)) {
                 char what[400];
                 snprintf(what, sizeof(what), "deleting consumer %s", name);
@@ -120,7 +121,7 @@ enum nats_check_rc nats_consumer_ensure(struct nats_link *l, const struct config
         }
         if (s != NATS_OK) {
                 char what[400];
-                snprintf(what, sizeof(what), "consumer %s on stream %s", name, cfg->nats_stream);
+                snprintf(what, sizeof(what), "consumer %s on stream %s", name, nats_conf(cfg)->stream);
                 return failed(s, jerr, what, err, errsz);
         }
         uint64_t floor = ci->AckFloor.Stream, delivered = ci->Delivered.Stream;
@@ -184,7 +185,7 @@ static int time_at(struct nats_link *l, const struct config *cfg, uint64_t *seq,
         for (; *seq <= last; (*seq)++) {
                 natsMsg *m = NULL;
                 jsErrCode jerr = 0;
-                natsStatus s = js_GetMsg(&m, l->js, cfg->nats_stream, *seq, NULL, &jerr);
+                natsStatus s = js_GetMsg(&m, l->js, nats_conf(cfg)->stream, *seq, NULL, &jerr);
                 if (s == NATS_OK) {
                         *ns = natsMsg_GetTime(m);
                         natsMsg_Destroy(m);
@@ -203,7 +204,7 @@ enum nats_check_rc nats_seq_at_time(struct nats_link *l, const struct config *cf
 {
         jsStreamInfo *si = NULL;
         jsErrCode jerr = 0;
-        natsStatus s = js_GetStreamInfo(&si, l->js, cfg->nats_stream, NULL, &jerr);
+        natsStatus s = js_GetStreamInfo(&si, l->js, nats_conf(cfg)->stream, NULL, &jerr);
         if (s != NATS_OK)
                 return failed(s, jerr, "stream info", err, errsz);
         uint64_t lo = si->State.FirstSeq ? si->State.FirstSeq : 1, hi = si->State.LastSeq + 1,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "source/nats/settings.h"
 
 const char *nats_link_redact(const char *url, char *buf, size_t bufsz)
 {
@@ -35,8 +36,8 @@ const char *nats_link_redact(const char *url, char *buf, size_t bufsz)
 const char *nats_consumer_name(const struct config *cfg, size_t t, char *buf, size_t bufsz)
 {
         char prefix[160];
-        if (cfg->nats_durable && *cfg->nats_durable)
-                snprintf(prefix, sizeof(prefix), "%s", cfg->nats_durable);
+        if (nats_conf(cfg)->durable && *nats_conf(cfg)->durable)
+                snprintf(prefix, sizeof(prefix), "%s", nats_conf(cfg)->durable);
         else
                 snprintf(prefix, sizeof(prefix), "dedupd-%s", cfg->namespace);
         snprintf(buf, bufsz, "%s-%s", prefix, cfg->topics[t].name);
@@ -96,21 +97,21 @@ static natsStatus options(natsOptions **o, const struct config *cfg)
 {
         natsStatus s = natsOptions_Create(o);
         if (s == NATS_OK)
-                s = natsOptions_SetURL(*o, cfg->nats_url);
+                s = natsOptions_SetURL(*o, nats_conf(cfg)->url);
         if (s == NATS_OK)
                 s = natsOptions_SetMaxReconnect(*o, -1); /* for ever: the runner waits, nothing is lost */
         if (s == NATS_OK)
                 s = natsOptions_SetReconnectWait(*o, 500);
         if (s == NATS_OK)
                 s = natsOptions_SetTimeout(*o, NATS_TIMEOUT_MS);
-        if (s == NATS_OK && cfg->nats_token && *cfg->nats_token)
-                s = natsOptions_SetToken(*o, cfg->nats_token);
-        if (s == NATS_OK && cfg->nats_creds_file && *cfg->nats_creds_file)
-                s = natsOptions_SetUserCredentialsFromFiles(*o, cfg->nats_creds_file, NULL);
-        if (s == NATS_OK && cfg->nats_tls_ca && *cfg->nats_tls_ca) {
+        if (s == NATS_OK && nats_conf(cfg)->token && *nats_conf(cfg)->token)
+                s = natsOptions_SetToken(*o, nats_conf(cfg)->token);
+        if (s == NATS_OK && nats_conf(cfg)->creds_file && *nats_conf(cfg)->creds_file)
+                s = natsOptions_SetUserCredentialsFromFiles(*o, nats_conf(cfg)->creds_file, NULL);
+        if (s == NATS_OK && nats_conf(cfg)->tls_ca && *nats_conf(cfg)->tls_ca) {
                 s = natsOptions_SetSecure(*o, true);
                 if (s == NATS_OK)
-                        s = natsOptions_LoadCATrustedCertificates(*o, cfg->nats_tls_ca);
+                        s = natsOptions_LoadCATrustedCertificates(*o, nats_conf(cfg)->tls_ca);
         }
         if (s == NATS_OK)
                 s = natsOptions_SetDisconnectedCB(*o, on_disconnected, NULL);
@@ -124,9 +125,9 @@ static natsStatus options(natsOptions **o, const struct config *cfg)
 /* Whether text holds the token or any user:password of the URLs. */
 static int holds_secret(const char *text, const struct config *cfg)
 {
-        if (cfg->nats_token && *cfg->nats_token && strstr(text, cfg->nats_token))
+        if (nats_conf(cfg)->token && *nats_conf(cfg)->token && strstr(text, nats_conf(cfg)->token))
                 return 1;
-        for (const char *url = cfg->nats_url; url && *url;) {
+        for (const char *url = nats_conf(cfg)->url; url && *url;) {
                 const char *end = strchr(url, ',');
                 size_t len = end ? (size_t)(end - url) : strlen(url);
                 const char *scheme = strstr(url, "://");
@@ -158,7 +159,7 @@ int nats_link_open(struct nats_link *l, const struct config *cfg, char *err, siz
         jsOptions jo;
         char why[512];
         memset(l, 0, sizeof(*l));
-        nats_link_redact(cfg->nats_url, l->server, sizeof(l->server));
+        nats_link_redact(nats_conf(cfg)->url, l->server, sizeof(l->server));
         snprintf(callback_server, sizeof(callback_server), "%s", l->server);
         natsStatus s = options(&o, cfg);
         if (s == NATS_OK)

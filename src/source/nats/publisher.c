@@ -4,6 +4,7 @@
 
 #include "base/log.h"
 #include "base/mem.h"
+#include "source/nats/settings.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -155,7 +156,7 @@ static natsStatus letter_of(const struct nats_publisher *p, natsMsg **out, const
         HDR(*out, "dedupd.reason", pm->dlq_reason ? pm->dlq_reason : "unknown");
         HDR(*out, "dedupd.origin.topic", pm->topic);
         HDR(*out, "dedupd.origin.subject", natsMsg_GetSubject(orig));
-        HDR(*out, "dedupd.origin.stream", p->cfg->nats_stream);
+        HDR(*out, "dedupd.origin.stream", nats_conf(p->cfg)->stream);
         HDR(*out, "dedupd.origin.sequence", seq);
         HDR(*out, "dedupd.origin.timestamp", ts);
         HDR(*out, "dedupd.namespace", ns);
@@ -237,7 +238,7 @@ static int dead_letter(void *opaque, const char *dlq_topic, const char *ns, stru
                        char *err, size_t errsz)
 {
         struct nats_publisher *p = opaque;
-        const char *subject = p->cfg->nats_dlq_subject;
+        const char *subject = nats_conf(p->cfg)->dlq_subject;
         (void)dlq_topic; /* nats.dead_letter.subject, for every topic */
         if (!subject || !*subject)
                 return terminate(msgs, n, err, errsz);

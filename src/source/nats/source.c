@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "ops/metrics.h"
 #include "source/nats/consumers.h"
+#include "source/nats/settings.h"
 
 /*
  * Acknowledgement: AckPolicy explicit, each committed message acknowledged
@@ -124,7 +125,7 @@ static void fetch(struct nats_source *n, size_t t, int timeout_ms)
 {
         struct ntopic *nt = &n->topics[t];
         const struct topic_conf *tc = &n->cfg->topics[t];
-        long room = (long)n->cfg->nats_max_ack_pending - nt->held;
+        long room = (long)nats_conf(n->cfg)->max_ack_pending - nt->held;
         int want = room < tc->batch_max_messages ? (int)room : tc->batch_max_messages;
         jsErrCode jerr = 0;
         if (want <= 0) {
@@ -170,7 +171,7 @@ static int subscribe(struct nats_source *n, size_t t, char *err, size_t errsz)
         jsErrCode jerr = 0;
         char why[512];
         jsSubOptions_Init(&so);
-        so.Stream = n->cfg->nats_stream;
+        so.Stream = nats_conf(n->cfg)->stream;
         so.Consumer = nt->consumer; /* bound: the library neither creates nor deletes it */
         so.ManualAck = true;
         natsStatus s = js_PullSubscribe(&nt->sub, n->link->js, n->cfg->topics[t].name, nt->consumer, NULL, &so, &jerr);
@@ -228,7 +229,7 @@ static int settle(struct nats_source *n, char *err, size_t errsz)
         }
         n->ready = 1;
         n->ev.settled(n->ev.opaque);
-        log_info("nats", "consuming %zu subject(s) of stream %s on %s", cnt, n->cfg->nats_stream, n->link->server);
+        log_info("nats", "consuming %zu subject(s) of stream %s on %s", cnt, nats_conf(n->cfg)->stream, n->link->server);
         return 0;
 }
 
@@ -239,7 +240,7 @@ static void check_startup(struct nats_source *n)
         snprintf(n->fatal_msg, sizeof(n->fatal_msg),
                  "startup: the consumers of stream %s were not in place within %d ms (startup_timeout_ms) on "
                  "%s (nats.url): %s",
-                 n->cfg->nats_stream, n->startup_timeout_ms, n->link->server,
+                 nats_conf(n->cfg)->stream, n->startup_timeout_ms, n->link->server,
                  n->last_error[0] ? n->last_error : "no answer");
         n->fatal = 1;
 }

@@ -11,6 +11,7 @@
 #include <amqp_tcp_socket.h>
 
 #include "base/mem.h"
+#include "source/rabbitmq/settings.h"
 
 #define RMQ_FRAME_MAX 131072
 
@@ -46,7 +47,7 @@ const char *rmq_target(const struct config *cfg, char *buf, size_t bufsz)
 {
         struct amqp_connection_info info;
         char *copy;
-        if (parse(cfg->rmq_url, &info, &copy))
+        if (parse(rmq_conf(cfg)->url, &info, &copy))
                 snprintf(buf, bufsz, "(rabbitmq.url does not parse)");
         else
                 snprintf(buf, bufsz, "%s://%s:%d vhost %s", info.ssl ? "amqps" : "amqp", info.host, info.port,
@@ -107,8 +108,8 @@ static amqp_socket_t *new_socket(const struct config *cfg, amqp_connection_state
                 return sock;
         amqp_ssl_socket_set_verify_peer(sock, 1);
         amqp_ssl_socket_set_verify_hostname(sock, 1);
-        if (cfg->rmq_ca_file && *cfg->rmq_ca_file && amqp_ssl_socket_set_cacert(sock, cfg->rmq_ca_file)) {
-                snprintf(err, errsz, "rabbitmq.ca_file %s: cannot be read as PEM certificates", cfg->rmq_ca_file);
+        if (rmq_conf(cfg)->ca_file && *rmq_conf(cfg)->ca_file && amqp_ssl_socket_set_cacert(sock, rmq_conf(cfg)->ca_file)) {
+                snprintf(err, errsz, "rabbitmq.ca_file %s: cannot be read as PEM certificates", rmq_conf(cfg)->ca_file);
                 return NULL;
         }
         return sock;
@@ -145,7 +146,7 @@ amqp_connection_state_t rmq_connect(const struct config *cfg, int heartbeat_s, c
         int st;
 
         rmq_target(cfg, target, sizeof(target));
-        if (parse(cfg->rmq_url, &info, &copy)) {
+        if (parse(rmq_conf(cfg)->url, &info, &copy)) {
                 snprintf(err, errsz, "rabbitmq.url: not an AMQP URL");
                 goto error;
         }

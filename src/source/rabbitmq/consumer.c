@@ -15,6 +15,7 @@
 #include "base/mem.h"
 #include "source/rabbitmq/connection.h"
 #include "source/rabbitmq/headers.h"
+#include "source/rabbitmq/settings.h"
 
 /*
  * A delivery tag counts deliveries on a channel, and basic.ack multiple=true
@@ -111,7 +112,7 @@ static int open_queues(struct rmq_source *s, char *err, size_t errsz)
                         }
                         return -1;
                 }
-                amqp_basic_qos(s->conn, ch, 0, (uint16_t)s->cfg->rmq_prefetch, 0);
+                amqp_basic_qos(s->conn, ch, 0, (uint16_t)rmq_conf(s->cfg)->prefetch, 0);
                 if (rmq_check(s->conn, "basic.qos", NULL, err, errsz))
                         return -1;
         }
@@ -155,7 +156,7 @@ static void connect_now(struct rmq_source *s)
 {
         char err[768], target[300];
         int fresh = s->generation == 0;
-        if (!(s->conn = rmq_connect(s->cfg, s->cfg->rmq_heartbeat_s, err, sizeof(err))) ||
+        if (!(s->conn = rmq_connect(s->cfg, rmq_conf(s->cfg)->heartbeat_s, err, sizeof(err))) ||
             open_queues(s, err, sizeof(err))) {
                 snprintf(s->last_error, sizeof(s->last_error), "%s", err);
                 log_limited(&s->rl, 3, 10000, LOG_WARN, "rabbitmq", "cannot connect: %s (retrying)", err);
@@ -163,7 +164,7 @@ static void connect_now(struct rmq_source *s)
                         amqp_destroy_connection(s->conn);
                 s->conn = NULL;
                 s->retry_at = log_now_ms() + s->backoff_ms;
-                s->backoff_ms = s->backoff_ms * 2 > s->cfg->rmq_reconnect_max_ms ? s->cfg->rmq_reconnect_max_ms
+                s->backoff_ms = s->backoff_ms * 2 > rmq_conf(s->cfg)->reconnect_max_ms ? rmq_conf(s->cfg)->reconnect_max_ms
                                                                                  : s->backoff_ms * 2;
                 return;
         }
@@ -177,7 +178,7 @@ static void connect_now(struct rmq_source *s)
         log_ratelimit_flush(&s->rl);
         s->backoff_ms = 100;
         log_info("rabbitmq", "%s %s: consuming %zu queue(s), prefetch %d", fresh ? "connected to" : "reconnected to",
-                 rmq_target(s->cfg, target, sizeof(target)), s->cfg->topic_cnt, s->cfg->rmq_prefetch);
+                 rmq_target(s->cfg, target, sizeof(target)), s->cfg->topic_cnt, rmq_conf(s->cfg)->prefetch);
         s->ev.settled(s->ev.opaque);
 }
 

@@ -16,6 +16,7 @@
 #include "source/rabbitmq/consumer.h"
 #include "source/rabbitmq/exchanges.h"
 #include "source/rabbitmq/headers.h"
+#include "source/rabbitmq/settings.h"
 
 #define PUB_CHANNEL 1
 #define CHECK_CHANNEL 2 /* passive declares: a refusal closes this one, not the publishing channel */
@@ -380,7 +381,7 @@ static int dead_letter(void *opaque, const char *dlq_topic, const char *ns, stru
                        char *err, size_t errsz)
 {
         struct rmq_publisher *p = opaque;
-        if (!*p->cfg->rmq_dlx)
+        if (!*rmq_conf(p->cfg)->dlx)
                 return reject_all(p, msgs, n, err, errsz);
         struct outgoing *out = xcalloc(n ? n : 1, sizeof(*out));
         struct dedupd_header h[OWN_HEADERS];
@@ -391,7 +392,7 @@ static int dead_letter(void *opaque, const char *dlq_topic, const char *ns, stru
                 const amqp_envelope_t *env = rmq_source_envelope(msgs[i]);
                 const amqp_basic_properties_t *orig = &env->message.properties;
                 size_t k = own_headers(h, nums, msgs[i], ns);
-                out[i].exchange = amqp_cstring_bytes(p->cfg->rmq_dlx);
+                out[i].exchange = amqp_cstring_bytes(rmq_conf(p->cfg)->dlx);
                 out[i].routing_key = amqp_cstring_bytes(dlq_topic);
                 out[i].body = env->message.body;
                 out[i].props = *orig;

@@ -8,6 +8,7 @@
 
 #include "base/log.h"
 #include "source/rabbitmq/connection.h"
+#include "source/rabbitmq/settings.h"
 
 /* A failed passive declare closes its channel: each check gets its own. */
 static enum rmq_check_rc check_queue(amqp_connection_state_t conn, amqp_channel_t ch, const char *name, int log,
@@ -59,9 +60,9 @@ enum rmq_check_rc rmq_queues_check(const struct config *cfg, int log, char *err,
                 return RMQ_CHECK_UNREACHABLE;
         for (size_t t = 0; t < cfg->topic_cnt && rc == RMQ_CHECK_OK; t++)
                 rc = check_queue(conn, (amqp_channel_t)(t + 1), cfg->topics[t].name, log, NULL, err, errsz);
-        if (rc == RMQ_CHECK_OK && *cfg->rmq_dlx)
-                rc = check_exchange(conn, (amqp_channel_t)(cfg->topic_cnt + 1), cfg->rmq_dlx, err, errsz);
-        if (rc == RMQ_CHECK_OK && log && !*cfg->rmq_dlx)
+        if (rc == RMQ_CHECK_OK && *rmq_conf(cfg)->dlx)
+                rc = check_exchange(conn, (amqp_channel_t)(cfg->topic_cnt + 1), rmq_conf(cfg)->dlx, err, errsz);
+        if (rc == RMQ_CHECK_OK && log && !*rmq_conf(cfg)->dlx)
                 log_warn("rabbitmq", "rabbitmq.dead_letter.exchange is not set: an unkeyable message is rejected "
                                      "(requeue=false) to its queue's own dead-letter exchange, without dedupd's "
                                      "reason headers; a queue without x-dead-letter-exchange (argument or policy) "

@@ -1,12 +1,10 @@
 /* version: what `dedupd --version` and `dedupctl --version` say — one text for both mains. */
-#include "base/version.h"
+#include "ops/version.h"
 
-#include <amqp.h>
-#include <librdkafka/rdkafka.h>
-#include <nats/nats.h>
 #include <libpq-fe.h>
 
 #include "dedupd/handler.h"
+#include "source/brokers.h"
 
 /* PQlibVersion() is 150005 for 15.5 and 90624 for 9.6.24. */
 const char *version_libpq(char *buf, size_t size)
@@ -21,10 +19,10 @@ const char *version_libpq(char *buf, size_t size)
 
 void version_print(FILE *fp, const char *program)
 {
-        char pq[32];
+        char pq[32], brokers[512];
         fprintf(fp, "%s %s (handler ABI %d)\n", program, DEDUPD_VERSION, DEDUPD_HANDLER_ABI_MAJOR);
-        fprintf(fp, "librdkafka %s, libpq %s\n", rd_kafka_version_str(), version_libpq(pq, sizeof(pq)));
-        fprintf(fp, "librabbitmq %s, nats.c %s\n", amqp_version(), nats_GetVersion());
+        fprintf(fp, "%s\n", broker_versions(brokers, sizeof(brokers)));
+        fprintf(fp, "libpq %s\n", version_libpq(pq, sizeof(pq)));
         /* Said so a user can tell a test build from the one to run in production. */
 #ifdef DEDUPD_FAULT_POINTS
         fprintf(fp, "fault points: compiled in (a test build: DEDUPD_FAULT=NAME:N:kill ends dedupd at that point)\n");

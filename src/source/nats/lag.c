@@ -1,11 +1,12 @@
 /* verify_nats: dedupctl verify's lag for source: nats — each subject's last sequence, dedupd's position and the consumer's backlog. */
-#include "tools/verify_nats.h"
+#include "source/nats/lag.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 
 #include "pg/offsets.h"
 #include "source/nats/consumers.h"
+#include "source/nats/settings.h"
 
 /* The subject's last stream sequence (0: none). */
 static int last_seq(struct nats_link *l, const struct config *cfg, const char *subject, uint64_t *out, char *err,
@@ -14,7 +15,7 @@ static int last_seq(struct nats_link *l, const struct config *cfg, const char *s
         natsMsg *m = NULL;
         jsErrCode jerr = 0;
         char why[512];
-        natsStatus s = js_GetLastMsg(&m, l->js, cfg->nats_stream, subject, NULL, &jerr);
+        natsStatus s = js_GetLastMsg(&m, l->js, nats_conf(cfg)->stream, subject, NULL, &jerr);
         *out = 0;
         if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr)
                 return 0;
@@ -54,7 +55,7 @@ static int one(struct nats_link *l, struct store *s, const struct config *cfg, s
         return 0;
 }
 
-int verify_nats_lag(struct store *s, const struct config *cfg, int expect_caught_up,
+int nats_lag(struct store *s, const struct config *cfg, int expect_caught_up,
                     void (*finding)(void *opaque, const char *line), void *opaque, char *err, size_t errsz)
 {
         struct nats_link l;
@@ -62,7 +63,7 @@ int verify_nats_lag(struct store *s, const struct config *cfg, int expect_caught
         if (nats_link_open(&l, cfg, err, errsz))
                 return -1;
         printf("\nlag (stream %s: the subject's last sequence, dedupd's next one, the consumer's backlog)\n",
-               cfg->nats_stream);
+               nats_conf(cfg)->stream);
         printf("  %-28s %12s %12s %12s %10s %10s\n", "subject", "last", "dedupd", "acked", "pending", "unacked");
         for (size_t t = 0; t < cfg->topic_cnt && !rc; t++)
                 rc = one(&l, s, cfg, t, expect_caught_up, finding, opaque, err, errsz);

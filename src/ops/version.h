@@ -5,8 +5,8 @@
 #include <stdio.h>
 
 /**
- * Print program's version, the handler ABI it loads, the librdkafka and libpq
- * it runs with (their runtime versions, which may differ from the headers it
+ * Print program's version, the handler ABI it loads, every broker's client
+ * library and libpq it runs with (their runtime versions, which may differ from the headers it
  * was built against) and whether fault points are compiled in.
  */
 void version_print(FILE *fp, const char *program);

@@ -1,5 +1,5 @@
 /* replay_nats: dedupctl replay for source: nats — a topic's JetStream consumer and its dedupd.offsets row moved back together. */
-#include "tools/replay_nats.h"
+#include "source/nats/replay.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -10,6 +10,7 @@
 #include "pg/schema.h"
 #include "pg/store.h"
 #include "source/nats/consumers.h"
+#include "source/nats/settings.h"
 
 static int topic_index(const struct config *cfg, const char *name)
 {
@@ -52,7 +53,7 @@ static enum replay_rc refuse_if_pulled(struct nats_link *l, const struct config 
                 if (st->waiting > 0) {
                         snprintf(err, errsz, "consumer %s of stream %s has %" PRId64 " pull request(s) waiting: a "
                                              "dedupd is consuming it; stop it first",
-                                 name, cfg->nats_stream, st->waiting);
+                                 name, nats_conf(cfg)->stream, st->waiting);
                         return REPLAY_FAILED;
                 }
                 usleep(50 * 1000);
@@ -71,7 +72,7 @@ static void plan(const struct config *cfg, const struct replay_opts *o, size_t t
                 snprintf(target, sizeof(target), "stream sequence %" PRId64, o->to_offset);
         else
                 snprintf(target, sizeof(target), "the first message at or after %" PRId64 " ms", o->to_time_ms);
-        printf("stream %s, consumer %s, namespace %s, subject %s: reset to %s\n", cfg->nats_stream, name,
+        printf("stream %s, consumer %s, namespace %s, subject %s: reset to %s\n", nats_conf(cfg)->stream, name,
                cfg->namespace, o->topic, target);
         if (st->found)
                 printf("  consumer: acknowledged up to %" PRIu64 ", delivered up to %" PRIu64 ", %" PRIu64
@@ -112,7 +113,7 @@ static enum replay_rc move(struct nats_link *l, struct store *s, const struct co
         return REPLAY_OK;
 }
 
-enum replay_rc replay_nats(const struct config *cfg, const struct replay_opts *o, char *err, size_t errsz)
+enum replay_rc nats_replay(const struct config *cfg, const struct replay_opts *o, char *err, size_t errsz)
 {
         struct nats_link l;
         struct nats_consumer_state st;
