@@ -363,15 +363,15 @@ static int part_takes(struct runner *r, struct pl_msg *m)
 }
 
 /* The database may have changed under dedupd (why): every owned partition
- * awaits its position. A source that cannot rewind (RabbitMQ) is said so,
- * once. */
+ * awaits its position. A source that cannot rewind (no seek: RabbitMQ's) is
+ * said so, once. */
 static void positions_lost(struct runner *r, const char *why)
 {
         if (!r->part_cnt || !r->src)
                 return;
         if (!r->src->ops->seek) {
                 if (!r->rewind_warned)
-                        log_warn("runner", "%s: a RabbitMQ source cannot be re-positioned: what a failed-over database "
+                        log_warn("runner", "%s: this broker cannot re-position its consumers: what a failed-over database "
                                            "lost of the last commits is not consumed again (README: Database failover)",
                                  why);
                 r->rewind_warned = 1;
