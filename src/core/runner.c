@@ -998,7 +998,7 @@ static void record_skipped(struct runner *r, int64_t now)
 
 /* While the topics are idle nothing else notices a database that went
  * away, and readiness would go on saying it is there: once no batch has
- * used the connection for postgres.probe_interval_ms, a bounded SELECT 1.
+ * used the connection for postgres.probe_interval_ms, a bounded probe (pg/probe.h).
  * A failed one is a lost database like any other (the loop reconnects). */
 static void probe_db(struct runner *r, int64_t now)
 {

@@ -92,6 +92,13 @@ enum store_rc store_session_reset(struct store *s, int guard, int *held, char *e
 /** The last failed statement as "SQLSTATE 23514: new row ... violates check
  *  constraint ...": no DETAIL, which may quote the values (a payload). */
 const char *store_last_failure(const struct store *s);
+/** 1 when the last failed statement failed as contention between
+ *  transactions does (a deadlock, a serialization failure). */
+int store_last_contended(const struct store *s);
+
+/** The server process of the connection (it tells one session from the
+ *  next), 0 when not connected. */
+int store_session_pid(const struct store *s);
 
 
 #endif /* DEDUPD_PG_STORE_H */
