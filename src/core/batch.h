@@ -54,6 +54,10 @@ struct batch {
         size_t nprog;
 };
 
+/** Free the pipeline's state of m (not the message itself): the runner's,
+ *  before it gives the message back to its source. */
+void pl_msg_clear(struct pl_msg *m);
+
 /** Items for msgs (in poll order: each partition's in offset order); one free for all. */
 void batch_init(struct batch *b, const struct topic_conf *t, struct pl_msg *const *msgs, size_t n);
 void batch_free(struct batch *b);
