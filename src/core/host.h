@@ -12,7 +12,7 @@ struct sink;
 /* Each context begins with its store (pg/handler_conn.h): host->conn and
  * host->init_conn hand out that store's connection. */
 struct dedupd_ctx {
-        struct store_handler_ctx head; /* first: the store the handler runs on, also for dedupd's own statements (emit) */
+        struct store_handler_ctx head; /* first: the store the handler runs on, also dedupd's own statements' (emit) */
         const char *idem_key;
         const char *log_prefix; /* "handler:transfer" */
         char *response;         /* owned; NULL when the handler set none */

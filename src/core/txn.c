@@ -140,8 +140,8 @@ static void keep_outcome(void *opaque, const char *key, enum key_status status, 
                 if (c == 0) {
                         it->stored = (struct first_outcome){status, response ? xstrdup(response) : NULL,
                                                             fingerprint ? xstrdup(fingerprint) : NULL};
-                        log_debug(x->pt->ctx, "duplicate %s absorbed; first outcome %s: %s", key, key_status_name(status),
-                                  response ? response : "(no response)");
+                        log_debug(x->pt->ctx, "duplicate %s absorbed; first outcome %s: %s", key,
+                                  key_status_name(status), response ? response : "(no response)");
                         return;
                 }
                 if (c < 0)
