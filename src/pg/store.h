@@ -12,8 +12,10 @@
 
 /*
  * Every statement on dedupd.* goes through a store, and lives in pg/: the
- * layers above see functions, never SQL. The store is opaque; its PGconn
- * is handed out only for the handler's transaction and the watchdog.
+ * layers above see functions and enums, never SQL or libpq (tests/lint/
+ * layers.sh checks). The store is opaque; its PGconn is handed out only
+ * inside pg/: to the handler (pg/handler_conn) and the watchdog's cancel
+ * (pg/cancel).
  */
 struct store;
 
@@ -35,7 +37,7 @@ void store_set_connect_deadline(struct store *s, int64_t deadline_ms);
 /** store_new and store_connect in one; NULL with the reason in err
  *  ("cannot connect to the database host:port/db: libpq's reason"). */
 struct store *store_open(const char *conninfo, char *err, size_t errsz);
-/** The connection: the handler's transaction, the watchdog's cancel. NULL when not connected. */
+/** The connection, for pg/ only (handler_conn, cancel, probe, audit). NULL when not connected. */
 PGconn *store_conn(const struct store *s);
 /** "host:port/db", for messages: never the conninfo (secrets). Known once a
  *  connection was attempted. */
