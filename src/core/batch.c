@@ -37,7 +37,6 @@ void batch_free(struct batch *b)
 {
         for (size_t i = 0; i < b->n; i++) {
                 host_ctx_reset(&b->items[i].ctx);
-                free(b->items[i].stored.status);
                 free(b->items[i].stored.response);
                 free(b->items[i].stored.fingerprint);
         }
@@ -126,7 +125,7 @@ const char *batch_first_fingerprint(const struct batch *b, const struct batch_it
         return f->known ? f->stored.fingerprint : f->msg->fingerprint;
 }
 
-const char *batch_status(const struct batch_item *it) { return it->state == ITEM_APPLIED ? "DONE" : "FAILED"; }
+enum key_status batch_status(const struct batch_item *it) { return it->state == ITEM_APPLIED ? KEY_DONE : KEY_FAILED; }
 
 const char *batch_response(const struct batch_item *it)
 {
@@ -135,7 +134,7 @@ const char *batch_response(const struct batch_item *it)
         return it->state == ITEM_REJECTED ? "rejected" : NULL;
 }
 
-void batch_first_outcome(const struct batch *b, const struct batch_item *it, const char **status,
+void batch_first_outcome(const struct batch *b, const struct batch_item *it, enum key_status *status,
                          const char **response)
 {
         const struct batch_item *f = batch_first(b, it);

@@ -8,6 +8,7 @@
 #include "base/config.h"
 #include "core/host.h"
 #include "core/source.h"
+#include "pg/key_status.h"
 #include "pg/offsets.h"
 
 /* What has become of an item so far (PgBouncer's named states are the model). */
@@ -25,7 +26,8 @@ enum item_state {
 
 /** A known key's first outcome, as stored. */
 struct first_outcome {
-        char *status, *response, *fingerprint;
+        enum key_status status;
+        char *response, *fingerprint;
 };
 
 struct batch_item {
@@ -51,6 +53,10 @@ struct batch {
         struct store_progress *prog; /* one per partition, once counted */
         size_t nprog;
 };
+
+/** Free the pipeline's state of m (not the message itself): the runner's,
+ *  before it gives the message back to its source. */
+void pl_msg_clear(struct pl_msg *m);
 
 /** Items for msgs (in poll order: each partition's in offset order); one free for all. */
 void batch_init(struct batch *b, const struct topic_conf *t, struct pl_msg *const *msgs, size_t n);
@@ -80,13 +86,13 @@ const struct batch_item *batch_first(const struct batch *b, const struct batch_i
  *  of a fresh key), or the stored one. NULL or "" when unknown. */
 const char *batch_first_fingerprint(const struct batch *b, const struct batch_item *it);
 
-/** The outcome a duplicate is served (status DONE/FAILED, response or NULL). */
-void batch_first_outcome(const struct batch *b, const struct batch_item *it, const char **status,
+/** The outcome a duplicate is served (its key's status, response or NULL). */
+void batch_first_outcome(const struct batch *b, const struct batch_item *it, enum key_status *status,
                          const char **response);
 
-/** DONE or FAILED for an applied or rejected item; its response, "rejected"
- *  when a rejection set none. */
-const char *batch_status(const struct batch_item *it);
+/** KEY_DONE or KEY_FAILED for an applied or rejected item; its response,
+ *  "rejected" when a rejection set none. */
+enum key_status batch_status(const struct batch_item *it);
 const char *batch_response(const struct batch_item *it);
 
 /** What a handler result means for an item. */

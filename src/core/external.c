@@ -70,7 +70,7 @@ static dedupd_result_t ext_call(struct pl_topic *pt, struct pl_msg *m, struct de
 }
 
 /* Fenced: someone took the key while the effect ran here. */
-static void ext_lost(struct pl_topic *pt, const struct pl_msg *m, const char *mctx, const char *status)
+static void ext_lost(struct pl_topic *pt, const struct pl_msg *m, const char *mctx, enum key_status status)
 {
         struct store_ext_row row;
         int found = 0;
@@ -83,15 +83,16 @@ static void ext_lost(struct pl_topic *pt, const struct pl_msg *m, const char *mc
                   "owner %s, attempt %d); this attempt's outcome (%s) is not recorded and the row is left as it is; "
                   "the effect may have happened twice unless the downstream dedups by the key (%" PRIu64
                   " lost since start)",
-                  (long long)m->offset, m->idem_key, found ? row.status : "gone",
-                  found && row.owner[0] ? row.owner : "none", found ? row.attempts : 0, status, ext.stats.lost_leases);
+                  (long long)m->offset, m->idem_key, found ? key_status_name(row.status) : "gone",
+                  found && row.owner[0] ? row.owner : "none", found ? row.attempts : 0, key_status_name(status),
+                  ext.stats.lost_leases);
 }
 
 /* Record the outcome, fenced by owner: finished, or lost to another owner. */
 static enum pl_rc ext_finish(struct pl_topic *pt, struct pl_msg *m, const char *mctx, int attempt, dedupd_result_t r,
                              const struct dedupd_ctx *ctx, enum item_state *out, char *err, size_t errsz)
 {
-        const char *status = r == DEDUPD_OK ? "DONE" : "FAILED";
+        enum key_status status = r == DEDUPD_OK ? KEY_DONE : KEY_FAILED;
         const char *resp = ctx->response ? ctx->response : r == DEDUPD_REJECT ? "rejected" : NULL;
         int finished;
         enum store_rc rc;
@@ -109,7 +110,7 @@ static enum pl_rc ext_finish(struct pl_topic *pt, struct pl_msg *m, const char *
                 log_info(mctx, "key %s rejected: %s", m->idem_key, resp);
         else if (attempt > 1)
                 log_info(mctx, "offset %lld: key %s finished %s on attempt %d: %s", (long long)m->offset,
-                         m->idem_key, status, attempt, resp ? resp : "(no response)");
+                         m->idem_key, key_status_name(status), attempt, resp ? resp : "(no response)");
         return PL_OK;
 }
 
@@ -156,7 +157,7 @@ static enum pl_rc ext_run(struct pl_topic *pt, struct pl_msg *m, const char *mct
                           enum item_state *out, char *err, size_t errsz)
 {
         struct store *s = pt->store;
-        struct dedupd_ctx ctx = {.conn = store_conn(s), .idem_key = m->idem_key, .log_prefix = pt->handler->log_prefix};
+        struct dedupd_ctx ctx = {.head = {s}, .idem_key = m->idem_key, .log_prefix = pt->handler->log_prefix};
         enum pl_rc ret;
 
         fault_point("after_claim");
@@ -313,6 +314,18 @@ static enum pl_rc ext_claim(struct pl_topic *pt, struct pl_msg *m, int *claimed,
         return PL_OK;
 }
 
+/* A key finished before: a duplicate, served its first outcome (or a mismatch). */
+static enum pl_rc ext_known(struct pl_topic *pt, struct pl_msg *m, const struct store_ext_row *row, const char *mctx,
+                            enum item_state *out, int *mismatch, char *err, size_t errsz)
+{
+        if (row->fingerprint[0] && strcmp(row->fingerprint, m->fingerprint))
+                return ext_mismatch(pt, m, row, out, mismatch, err, errsz);
+        log_debug(mctx, "duplicate %s absorbed; first outcome %s: %s", m->idem_key, key_status_name(row->status),
+                  row->response[0] ? row->response : "(no response)");
+        *out = ITEM_KNOWN;
+        return PL_OK;
+}
+
 /* Claim one message's key (or learn why not), run it, finish it. */
 static enum pl_rc ext_one(struct pl_topic *pt, struct pl_msg *m, enum item_state *out, int *mismatch, char *err,
                           size_t errsz)
@@ -329,16 +342,12 @@ static enum pl_rc ext_one(struct pl_topic *pt, struct pl_msg *m, enum item_state
                 ext.stats.claimed++;
                 return ext_run(pt, m, mctx, 1, out, err, errsz);
         }
-        if (!strcmp(row.status, "DONE") || !strcmp(row.status, "FAILED")) {
-                if (row.fingerprint[0] && strcmp(row.fingerprint, m->fingerprint))
-                        return ext_mismatch(pt, m, &row, out, mismatch, err, errsz);
-                log_debug(mctx, "duplicate %s absorbed; first outcome %s: %s", m->idem_key, row.status,
-                          row.response[0] ? row.response : "(no response)");
-                *out = ITEM_KNOWN;
-                return PL_OK;
+        switch (row.status) {
+        case KEY_DONE:
+        case KEY_FAILED: return ext_known(pt, m, &row, mctx, out, mismatch, err, errsz);
+        case KEY_EXPIRED: return ext_expired(pt, m, mctx, out, err, errsz);
+        case KEY_PENDING: break;
         }
-        if (!strcmp(row.status, "EXPIRED"))
-                return ext_expired(pt, m, mctx, out, err, errsz);
         return ext_pending(pt, m, &row, mctx, out, err, errsz);
 }
 
@@ -390,7 +399,7 @@ static enum pl_rc ext_each(struct pl_topic *pt, struct pl_msg *const *msgs, size
                 if (!m->dlq_reason) {
                         char what[200];
                         snprintf(what, sizeof(what), "key %s of %s", m->idem_key, pt->t->name);
-                        watchdog_arm(pt->watchdog, store_conn(pt->store), pt->t->batch_timeout_ms, what);
+                        watchdog_arm(pt->watchdog, pt->store, pt->t->batch_timeout_ms, what);
                         merr[0] = '\0';
                         enum pl_rc r = ext_one(pt, m, &o, &mismatch, merr, sizeof(merr));
                         watchdog_disarm(pt->watchdog);

@@ -14,8 +14,6 @@
 #include "ops/metrics.h"
 #include "pg/outbox.h"
 
-static PGconn *host_conn(struct dedupd_ctx *ctx) { return ctx->conn; }
-
 static const char *host_idem_key(struct dedupd_ctx *ctx) { return ctx->idem_key; }
 
 static int host_set_response(struct dedupd_ctx *ctx, const char *data, size_t len)
@@ -74,8 +72,6 @@ static const char *host_config_get(struct dedupd_init_ctx *ictx, const char *pat
         return config_tree_get(ictx->config, path);
 }
 
-static PGconn *host_init_conn(struct dedupd_init_ctx *ictx) { return ictx->conn; }
-
 static void host_init_log(struct dedupd_init_ctx *ictx, int level, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 static void host_init_log(struct dedupd_init_ctx *ictx, int level, const char *fmt, ...)
@@ -126,7 +122,7 @@ static int host_emit(struct dedupd_ctx *ctx, const char *topic, const void *key,
                                      {topic, key, key_len, value, value_len, headers, header_cnt, NULL, 0, NULL}};
         if (emit_refused(ctx, &m.rec))
                 return -1;
-        if (store_outbox_insert(ctx->store, ctx->ns, &m, err, sizeof(err))) {
+        if (store_outbox_insert(ctx->head.store, ctx->ns, &m, err, sizeof(err))) {
                 log_warn(ctx->log_prefix, "emit to %s: %s", topic, err);
                 return -1;
         }
@@ -137,12 +133,12 @@ static int host_emit(struct dedupd_ctx *ctx, const char *topic, const void *key,
 const struct dedupd_host host_api = {
         .abi_major = DEDUPD_HANDLER_ABI_MAJOR,
         .size = sizeof(struct dedupd_host),
-        .conn = host_conn,
+        .conn = store_handler_conn,
         .idem_key = host_idem_key,
         .set_response = host_set_response,
         .log = host_log,
         .config_get = host_config_get,
-        .init_conn = host_init_conn,
+        .init_conn = store_handler_init_conn,
         .init_log = host_init_log,
         .emit = host_emit,
 };

@@ -3,16 +3,16 @@
 #define DEDUPD_HOST_H
 
 #include <jansson.h>
-#include <libpq-fe.h>
 
 #include "dedupd/handler.h"
+#include "pg/handler_conn.h"
 
-struct store;
 struct sink;
 
+/* Each context begins with its store (pg/handler_conn.h): host->conn and
+ * host->init_conn hand out that store's connection. */
 struct dedupd_ctx {
-        PGconn *conn;
-        struct store *store;    /* the same connection, for dedupd's own statements (emit) */
+        struct store_handler_ctx head; /* first: the store the handler runs on, also dedupd's own statements' (emit) */
         const char *idem_key;
         const char *log_prefix; /* "handler:transfer" */
         char *response;         /* owned; NULL when the handler set none */
@@ -24,8 +24,8 @@ struct dedupd_ctx {
 };
 
 struct dedupd_init_ctx {
+        struct store_handler_ctx head; /* first: the setup connection's store */
         const json_t *config;
-        PGconn *conn;
         const char *log_prefix;
 };
 

@@ -21,7 +21,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t owner_once = PTHREAD_ONCE_INIT;
 static struct {
         char owner[320];
-        int backend;         /* PQbackendPID of the session registered from, 0: none */
+        int backend;         /* store_session_pid of the session registered from, 0: none */
         int64_t renewed_ms;  /* log_now_ms() of the last registration */
         struct log_ratelimit rl;
 } inst;
@@ -59,7 +59,7 @@ int64_t instance_lease_ms(const struct config *cfg)
 
 static int registered_here(const struct store *s)
 {
-        return inst.backend && store_ok(s) && PQbackendPID(store_conn(s)) == inst.backend;
+        return inst.backend && store_ok(s) && store_session_pid(s) == inst.backend;
 }
 
 static int renew(struct store *s, const struct config *cfg, char *err, size_t errsz)
@@ -68,7 +68,7 @@ static int renew(struct store *s, const struct config *cfg, char *err, size_t er
                 inst.backend = 0;
                 return -1;
         }
-        inst.backend = PQbackendPID(store_conn(s));
+        inst.backend = store_session_pid(s);
         inst.renewed_ms = log_now_ms();
         return 0;
 }

@@ -9,11 +9,12 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "core/steps.h"
+#include "pg/savepoint.h"
 
 /*
  * The contract says a handler never ends dedupd's transaction. Checked, not
- * trusted: after every call the transaction must still be open (a ROLLBACK
- * leaves none; a COMMIT fails on the commit guard and leaves none), and
+ * trusted: after every call the transaction must still be open (a rollback
+ * leaves none; a commit fails on the commit guard and leaves none), and
  * after the last the guard the claim put there must still be there (a
  * handler that ended the transaction and began another lost it). What the
  * handler did is then its message's failed attempt, or, where the call was
@@ -136,11 +137,11 @@ static enum pl_rc run_handle_batch(struct call *c)
         return rc;
 }
 
-/* A savepoint statement after a handler call; its failure (other than the
+/* The message's savepoint after a handler call; its failure (other than the
  * connection's) is the handler's doing. */
-static enum pl_rc savepoint(struct call *c, struct pl_msg *m, const char *sql)
+static enum pl_rc savepoint(struct call *c, struct pl_msg *m, enum store_savepoint op)
 {
-        enum store_rc rc = store_exec(c->pt->store, sql, c->err, c->errsz);
+        enum store_rc rc = store_savepoint(c->pt->store, op, c->err, c->errsz);
         if (rc == STORE_OK)
                 return PL_OK;
         if (rc == STORE_CONN)
@@ -158,11 +159,10 @@ static enum pl_rc judge_one(struct call *c, size_t j, dedupd_result_t r, int sp)
         switch (batch_verdict(r, st == STORE_TXN_ABORTED, sp)) {
         case VERDICT_REJECTED:
                 it->state = ITEM_REJECTED;
-                return sp ? savepoint(c, it->msg, "ROLLBACK TO SAVEPOINT dedupd_msg") : PL_OK;
+                return sp ? savepoint(c, it->msg, STORE_SAVEPOINT_UNDO) : PL_OK;
         case VERDICT_APPLIED:
                 it->state = ITEM_APPLIED;
-                return sp && j + 1 < c->b->nfresh ? savepoint(c, it->msg, "RELEASE SAVEPOINT dedupd_msg; SAVEPOINT dedupd_msg")
-                                                  : PL_OK;
+                return sp && j + 1 < c->b->nfresh ? savepoint(c, it->msg, STORE_SAVEPOINT_NEXT) : PL_OK;
         case VERDICT_RETRY:
                 break;
         }
@@ -178,7 +178,7 @@ static enum pl_rc run_handle(struct call *c)
         enum store_rc rc;
         enum pl_rc ret = PL_OK;
 
-        if (sp && (rc = store_exec(c->pt->store, "SAVEPOINT dedupd_msg", c->err, c->errsz)))
+        if (sp && (rc = store_savepoint(c->pt->store, STORE_SAVEPOINT_SET, c->err, c->errsz)))
                 return step_fail(c->pt->store, rc);
         for (size_t j = 0; j < c->b->nfresh && ret == PL_OK; j++) {
                 struct batch_item *it = &c->b->items[c->b->fresh[j]];
@@ -212,8 +212,7 @@ enum pl_rc invoke_handler(struct pl_topic *pt, struct batch *b, char *err, size_
         enum pl_rc rc;
         for (size_t j = 0; j < b->nfresh; j++) {
                 struct batch_item *it = &b->items[b->fresh[j]];
-                it->ctx = (struct dedupd_ctx){.conn = store_conn(pt->store),
-                                              .store = pt->store,
+                it->ctx = (struct dedupd_ctx){.head = {pt->store},
                                               .sink = pt->sink,
                                               .idem_key = it->msg->idem_key,
                                               .log_prefix = pt->handler->log_prefix,

@@ -81,10 +81,10 @@ error:
         return -1;
 }
 
-int loader_init(struct handler *h, const json_t *config, PGconn *setup_conn, char *err,
+int loader_init(struct handler *h, const json_t *config, struct store *setup, char *err,
                 size_t errsz)
 {
-        struct dedupd_init_ctx ictx = {config, setup_conn, h->log_prefix};
+        struct dedupd_init_ctx ictx = {{setup}, config, h->log_prefix};
         char herr[512] = "";
 
         if (!h->desc->init) {

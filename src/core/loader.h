@@ -5,9 +5,10 @@
 #include <stddef.h>
 
 #include <jansson.h>
-#include <libpq-fe.h>
 
 #include "dedupd/handler.h"
+
+struct store;
 
 struct handler {
         char *path;
@@ -35,8 +36,9 @@ int loader_open(struct handler *h, const char *path, char *err, size_t errsz)
 int loader_check_desc(const struct dedupd_handler *d, const char *path, char *err, size_t errsz)
         __attribute__((warn_unused_result));
 
-/** Call the handler's init() with its config subtree and a setup connection. */
-int loader_init(struct handler *h, const json_t *config, PGconn *setup_conn, char *err,
+/** Call the handler's init() with its config subtree and setup's connection
+ *  (setup may be NULL: the handler's init_conn gives NULL). */
+int loader_init(struct handler *h, const json_t *config, struct store *setup, char *err,
                 size_t errsz) __attribute__((warn_unused_result));
 
 /** fini() (when initialized) and dlclose. Safe on a zeroed struct. */

@@ -53,7 +53,7 @@ struct pipeline *pipeline_new(const struct config *cfg, struct store *setup, str
         for (size_t i = 0; i < cfg->topic_cnt; i++) {
                 const struct topic_conf *t = &cfg->topics[i];
                 if (loader_open(&pl->handlers[i], t->handler_path, err, errsz) ||
-                    loader_init(&pl->handlers[i], t->handler_config, store_conn(setup), err, errsz))
+                    loader_init(&pl->handlers[i], t->handler_config, setup, err, errsz))
                         goto error;
                 metrics_topic(t->name);
                 pl->modes[i] = t->mode == MODE_EXTERNAL ? &mode_external : &mode_transactional;

@@ -101,7 +101,7 @@ static struct msgid_place reply_place(const struct pl_msg *m, int duplicate)
                                     .offset = m->offset};
 }
 
-enum store_rc reply_write(struct pl_topic *pt, const struct pl_msg *m, const char *status, const char *response,
+enum store_rc reply_write(struct pl_topic *pt, const struct pl_msg *m, enum key_status status, const char *response,
                           int duplicate, int *written, const char **refused_kind, char *err, size_t errsz)
 {
         const struct dedupd_header *to = reply_header(m, pt->t->reply_header);
@@ -122,7 +122,8 @@ enum store_rc reply_write(struct pl_topic *pt, const struct pl_msg *m, const cha
         char *dest = xstrndup(to->value, to->value_len);
         if (corr)
                 hdrs[nh++] = *corr;
-        hdrs[nh++] = (struct dedupd_header){"dedupd.status", status, strlen(status)};
+        const char *status_text = key_status_name(status);
+        hdrs[nh++] = (struct dedupd_header){"dedupd.status", status_text, strlen(status_text)};
         hdrs[nh++] = (struct dedupd_header){"dedupd.duplicate", duplicate ? "true" : "false", duplicate ? 4 : 5};
         const struct outbox_msg o = {m->idem_key, reply_place(m, duplicate),
                                      {dest, corr ? corr->value : NULL, corr ? corr->value_len : 0, response,

@@ -3,6 +3,7 @@
 #define DEDUPD_CORE_REPLY_H
 
 #include "core/mode.h"
+#include "pg/key_status.h"
 #include "pg/store.h"
 
 /** m's header name (the last one of that name), or NULL. */
@@ -20,7 +21,7 @@ int reply_wanted(const struct topic_conf *t, const struct pl_msg *m);
  * count once the batch commits (the message is applied all the same). A
  * failed statement is the returned store_rc.
  */
-enum store_rc reply_write(struct pl_topic *pt, const struct pl_msg *m, const char *status, const char *response,
+enum store_rc reply_write(struct pl_topic *pt, const struct pl_msg *m, enum key_status status, const char *response,
                           int duplicate, int *written, const char **refused_kind, char *err, size_t errsz)
         __attribute__((warn_unused_result));
 

@@ -16,7 +16,7 @@
 /**
  * Purge the namespace by the database's clock, in statements of at most
  * batch rows (<= 0: cfg->purge_batch), each taking only rows nobody else
- * has locked (FOR UPDATE SKIP LOCKED): concurrent purgers neither wait for
+ * has locked (pg/purge.h skips locked rows): concurrent purgers neither wait for
  * each other nor delete a row twice. First drops responses past
  * response_expires_at (key and fingerprint stay), then deletes DONE, FAILED
  * and EXPIRED keys past expires_at — never a PENDING one, never a key

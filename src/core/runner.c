@@ -11,6 +11,7 @@
 #include "base/fault.h"
 #include "base/log.h"
 #include "base/timeline.h"
+#include "core/batch.h"
 #include "core/external.h"
 #include "core/instance.h"
 #include "core/lanes.h"
@@ -164,6 +165,13 @@ static void quiesce(struct runner *r)
                         finish(r, j, &not_stopping);
 }
 
+/* The protocol's state of m freed, the message given back to its source. */
+static void give_back(struct runner *r, struct pl_msg *m)
+{
+        pl_msg_clear(m);
+        r->src->ops->release(r->src, m);
+}
+
 static void buffer(struct runner *r, struct pl_msg *m)
 {
         struct tbuf *b = &r->bufs[buf_index(r, m->topic_idx, m->partition)];
@@ -204,7 +212,7 @@ static void purge(struct runner *r, const struct pl_part *parts, size_t n, const
                         struct pl_msg *m = b->msgs[i];
                         if (!parts || part_listed(parts, n, t, m->partition)) {
                                 b->bytes -= m->value_len;
-                                r->src->ops->release(r->src, m);
+                                give_back(r, m);
                                 dropped++;
                         } else {
                                 b->msgs[keep++] = m;
@@ -352,7 +360,7 @@ static int part_takes(struct runner *r, struct pl_msg *m)
 {
         struct assigned *a = part_find(r, m->topic_idx, m->partition);
         if (a && a->awaiting) {
-                r->src->ops->release(r->src, m);
+                give_back(r, m);
                 return 0;
         }
         if (a && a->first < 0) {
@@ -602,7 +610,7 @@ static void batch_done(struct runner *r, size_t bi, size_t n)
         size_t t = b->topic;
         for (size_t i = 0; i < n; i++) {
                 b->bytes -= b->msgs[i]->value_len;
-                r->src->ops->release(r->src, b->msgs[i]);
+                give_back(r, b->msgs[i]);
         }
         memmove(b->msgs, b->msgs + n, (b->cnt - n) * sizeof(*b->msgs));
         b->cnt -= n;
@@ -998,7 +1006,7 @@ static void record_skipped(struct runner *r, int64_t now)
 
 /* While the topics are idle nothing else notices a database that went
  * away, and readiness would go on saying it is there: once no batch has
- * used the connection for postgres.probe_interval_ms, a bounded SELECT 1.
+ * used the connection for postgres.probe_interval_ms, a bounded probe (pg/probe.h).
  * A failed one is a lost database like any other (the loop reconnects). */
 static void probe_db(struct runner *r, int64_t now)
 {

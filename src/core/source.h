@@ -34,7 +34,9 @@ struct pl_msg {
         size_t prop_cnt;
         void *source; /* the source's own message, owned by the source */
 
-        /* The pipeline's state, kept across attempts of the same batch. */
+        /* The pipeline's state, kept across attempts of the same batch: the
+         * protocol's to set and to free (before it gives the message back),
+         * never the source's. */
         char *idem_key;     /* derived once */
         char *key_text;     /* the key's text when idem_key is its hash (stored beside it), else NULL */
         char fingerprint[65];
@@ -45,9 +47,6 @@ struct pl_msg {
         int attempts;       /* failed attempts so far (handler RETRY, or what fail_reason says) */
         char *fail_reason;  /* what the last failed attempt was, as a phrase ("handler returned RETRY") */
 };
-
-/** Free the pipeline's state of m (not the message itself). */
-void pl_msg_clear(struct pl_msg *m);
 
 /** A partition of a configured topic. */
 struct pl_part {
@@ -80,7 +79,8 @@ struct source_ops {
          *  Assignments and revocations are served meanwhile, through the
          *  source_events the source was made with. */
         struct pl_msg *(*poll)(struct source *src, int timeout_ms);
-        /** Give back a message the runner is done with (acknowledged or dropped). */
+        /** Give back a message the runner is done with (acknowledged or
+         *  dropped); the runner has freed its own state of it already. */
         void (*release)(struct source *src, struct pl_msg *m);
         /** After COMMIT: each partition is done up to next_offset. */
         void (*ack)(struct source *src, const struct pl_commit *commits, size_t n);

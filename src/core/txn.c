@@ -128,7 +128,7 @@ static enum pl_rc dead_letter_unkeyable(struct txn *x)
 }
 
 /* The stored outcome of one known key (the claim's keys are sorted: search). */
-static void keep_outcome(void *opaque, const char *key, const char *status, const char *response,
+static void keep_outcome(void *opaque, const char *key, enum key_status status, const char *response,
                          const char *fingerprint)
 {
         struct txn *x = opaque;
@@ -138,10 +138,10 @@ static void keep_outcome(void *opaque, const char *key, const char *status, cons
                 struct batch_item *it = &x->b.items[x->b.keys[mid]];
                 int c = strcmp(it->msg->idem_key, key);
                 if (c == 0) {
-                        it->stored = (struct first_outcome){xstrdup(status), response ? xstrdup(response) : NULL,
+                        it->stored = (struct first_outcome){status, response ? xstrdup(response) : NULL,
                                                             fingerprint ? xstrdup(fingerprint) : NULL};
-                        log_debug(x->pt->ctx, "duplicate %s absorbed; first outcome %s: %s", key, status,
-                                  response ? response : "(no response)");
+                        log_debug(x->pt->ctx, "duplicate %s absorbed; first outcome %s: %s", key,
+                                  key_status_name(status), response ? response : "(no response)");
                         return;
                 }
                 if (c < 0)
@@ -189,7 +189,7 @@ static enum pl_rc claim(struct txn *x)
         }
         free(want);
         snprintf(what, sizeof(what), "batch of %zu from %s", x->b.n, t->name);
-        watchdog_arm(pt->watchdog, store_conn(pt->store), t->batch_timeout_ms, what);
+        watchdog_arm(pt->watchdog, pt->store, t->batch_timeout_ms, what);
         if ((rc = store_begin_batch(pt->store, x->err, x->errsz)))
                 return failed(x, rc);
         if (x->pessimistic)
@@ -294,16 +294,14 @@ static enum pl_rc record_outcomes(struct txn *x)
         enum store_rc rc;
         if (!x->pessimistic)
                 return insert_keys(x);
-        const char **rows = xcalloc(n ? 3 * n : 1, sizeof(*rows)), **statuses = rows + n, **responses = rows + 2 * n;
+        struct store_outcome_row *rows = xcalloc(n ? n : 1, sizeof(*rows));
         for (size_t j = 0; j < n; j++) {
                 const struct batch_item *it = &x->b.items[x->b.fresh[j]];
                 if (it->state == ITEM_APPLIED && !it->ctx.response)
                         continue;
-                rows[k] = it->row;
-                statuses[k] = batch_status(it);
-                responses[k++] = batch_response(it);
+                rows[k++] = (struct store_outcome_row){it->row, batch_status(it), batch_response(it)};
         }
-        rc = store_record(x->pt->store, k, rows, statuses, responses, x->err, x->errsz);
+        rc = store_record(x->pt->store, rows, k, x->err, x->errsz);
         free(rows);
         return rc ? failed(x, rc) : PL_OK;
 }
@@ -316,7 +314,8 @@ static enum pl_rc send_replies(struct txn *x)
         for (size_t i = 0; i < x->b.n; i++) {
                 struct batch_item *it = &x->b.items[i];
                 int duplicate = it->state == ITEM_REPEAT || it->state == ITEM_KNOWN, written;
-                const char *status = NULL, *response = NULL;
+                enum key_status status;
+                const char *response;
                 if ((!duplicate && it->state != ITEM_APPLIED && it->state != ITEM_REJECTED) || !reply_wanted(t, it->msg))
                         continue;
                 if (duplicate)
@@ -445,11 +444,9 @@ static void txn_clear(struct txn *x)
  * reason of its own (then split, retried, ... as any batch). */
 static int contended(const struct txn *x, enum pl_rc rc)
 {
-        const char *f = store_last_failure(x->pt->store);
         if (x->pessimistic)
                 return 0;
-        return x->conflict || rc == PL_SPLIT ||
-               (rc == PL_RETRY && (strstr(f, "SQLSTATE 40P01") || strstr(f, "SQLSTATE 40001")));
+        return x->conflict || rc == PL_SPLIT || (rc == PL_RETRY && store_last_contended(x->pt->store));
 }
 
 static enum pl_rc txn_process(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n, struct pl_commit *commits,

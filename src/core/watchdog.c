@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "ops/notify.h"
+#include "pg/cancel.h"
 
 #define WATCHDOG_TICK_MS 50
 #define EXIT_STALLED 4
@@ -22,7 +23,7 @@ struct watchdog {
         int running;
         /* the armed batch */
         int armed;
-        PGcancel *cancel;
+        struct store_cancel *cancel; /* aimed at the armed batch's connection */
         int64_t started_ms;
         int timeout_ms;
         int64_t cancelled_ms; /* 0: not yet */
@@ -54,7 +55,7 @@ static void *watch(void *arg)
                         log_error("watchdog", "%s still running after %lld ms (batch.timeout_ms %d): "
                                               "cancelling its SQL",
                                   w->what, (long long)ran, w->timeout_ms);
-                        if (w->cancel && !PQcancel(w->cancel, err, sizeof(err)))
+                        if (store_cancel_send(w->cancel, err, sizeof(err)))
                                 log_warn("watchdog", "cancel request failed: %s", err);
                         w->cancelled_ms = now;
                 } else if (w->cancelled_ms) {
@@ -78,8 +79,10 @@ struct watchdog *watchdog_start(char *err, size_t errsz)
         pthread_mutex_init(&w->lock, NULL);
         pthread_cond_init(&w->cond, NULL);
         w->running = 1;
+        w->cancel = store_cancel_new();
         if (pthread_create(&w->thread, NULL, watch, w)) {
                 snprintf(err, errsz, "cannot start the watchdog thread");
+                store_cancel_free(w->cancel);
                 free(w);
                 return NULL;
         }
@@ -95,22 +98,18 @@ void watchdog_stop(struct watchdog *w)
         pthread_cond_signal(&w->cond);
         pthread_mutex_unlock(&w->lock);
         pthread_join(w->thread, NULL);
-        if (w->cancel)
-                PQfreeCancel(w->cancel);
+        store_cancel_free(w->cancel);
         pthread_mutex_destroy(&w->lock);
         pthread_cond_destroy(&w->cond);
         free(w);
 }
 
-void watchdog_arm(struct watchdog *w, PGconn *conn, int timeout_ms, const char *what)
+void watchdog_arm(struct watchdog *w, const struct store *s, int timeout_ms, const char *what)
 {
         if (!w)
                 return;
-        PGcancel *c = conn ? PQgetCancel(conn) : NULL;
         pthread_mutex_lock(&w->lock);
-        if (w->cancel)
-                PQfreeCancel(w->cancel);
-        w->cancel = c;
+        store_cancel_aim(w->cancel, s);
         w->armed = 1;
         w->started_ms = log_now_ms();
         w->timeout_ms = timeout_ms;

@@ -46,7 +46,8 @@ static void claim_results(PGresult *r, struct store_claim_row *rows, size_t n, c
                 } else if (PQgetisnull(r, i, 2)) {
                         unseen[(*nunseen)++] = row->key;
                 } else {
-                        out->cb(out->opaque, row->key, PQgetvalue(r, i, 2), PQgetisnull(r, i, 3) ? NULL : PQgetvalue(r, i, 3),
+                        out->cb(out->opaque, row->key, key_status_parse(PQgetvalue(r, i, 2)),
+                                PQgetisnull(r, i, 3) ? NULL : PQgetvalue(r, i, 3),
                                 PQgetisnull(r, i, 4) ? NULL : PQgetvalue(r, i, 4));
                 }
         }
@@ -178,7 +179,8 @@ static void probe_results(PGresult *r, struct store_claim_row *rows, size_t n, c
                 if (PQgetvalue(r, i, 1)[0] == 't')
                         row->fresh = 1;
                 else
-                        out->cb(out->opaque, row->key, PQgetvalue(r, i, 2), PQgetisnull(r, i, 3) ? NULL : PQgetvalue(r, i, 3),
+                        out->cb(out->opaque, row->key, key_status_parse(PQgetvalue(r, i, 2)),
+                                PQgetisnull(r, i, 3) ? NULL : PQgetvalue(r, i, 3),
                                 PQgetisnull(r, i, 4) ? NULL : PQgetvalue(r, i, 4));
         }
 }
@@ -237,7 +239,7 @@ enum store_rc store_insert_keys(struct store *s, const char *ns, const struct st
         for (size_t i = 0; i < n; i++) {
                 key_params_add(&kp, rows[i].key, rows[i].topic, rows[i].partition, rows[i].offset,
                                rows[i].fingerprint, rows[i].key_text);
-                store_array_text(&st, rows[i].status);
+                store_array_text(&st, key_status_name(rows[i].status));
                 store_array_text(&rs, rows[i].response);
         }
         key_params_bind(&kp, ns, keep_ms, response_ttl_ms, params);
@@ -266,8 +268,7 @@ enum store_rc store_insert_keys(struct store *s, const char *ns, const struct st
         return rc;
 }
 
-enum store_rc store_record(struct store *s, size_t n, const char *const *rows, const char *const *statuses,
-                           const char *const *responses, char *err, size_t errsz)
+enum store_rc store_record(struct store *s, const struct store_outcome_row *rows, size_t n, char *err, size_t errsz)
 {
         struct store_array w = {0}, st = {0}, rs = {0};
         enum store_rc rc;
@@ -275,9 +276,9 @@ enum store_rc store_record(struct store *s, size_t n, const char *const *rows, c
         if (n == 0)
                 return STORE_OK;
         for (size_t i = 0; i < n; i++) {
-                store_array_text(&w, rows[i]);
-                store_array_text(&st, statuses[i]);
-                store_array_text(&rs, responses[i]);
+                store_array_text(&w, rows[i].row);
+                store_array_text(&st, key_status_name(rows[i].status));
+                store_array_text(&rs, rows[i].response);
         }
         const char *params[3] = {store_array_finish(&w), store_array_finish(&st), store_array_finish(&rs)};
         /* By row, not by key: a join on the key is planned from the table's
@@ -313,7 +314,7 @@ enum store_rc store_outcomes(struct store *s, const char *ns, size_t n, const ch
                  2, params, &r, err, errsz);
         if (rc == STORE_OK) {
                 for (int row = 0; row < PQntuples(r); row++)
-                        cb(opaque, PQgetvalue(r, row, 0), PQgetvalue(r, row, 1),
+                        cb(opaque, PQgetvalue(r, row, 0), key_status_parse(PQgetvalue(r, row, 1)),
                            PQgetisnull(r, row, 2) ? NULL : PQgetvalue(r, row, 2),
                            PQgetisnull(r, row, 3) ? NULL : PQgetvalue(r, row, 3));
                 PQclear(r);

@@ -5,13 +5,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pg/key_status.h"
 #include "pg/store.h"
 
 /** Where a claimed key's row is, for the rest of its transaction: "(block,item)". */
 #define STORE_ROW_LEN 24
 
 /** Stored outcome of a key seen before, as read. */
-typedef void(store_outcome_cb)(void *opaque, const char *key, const char *status, const char *response,
+typedef void(store_outcome_cb)(void *opaque, const char *key, enum key_status status, const char *response,
                                const char *fingerprint_hex);
 
 /*
@@ -76,7 +77,7 @@ struct store_key_row {
         const char *key_text; /* the text of a hashed key, or NULL */
         int32_t partition;
         int64_t offset;
-        const char *status;   /* DONE or FAILED */
+        enum key_status status; /* KEY_DONE or KEY_FAILED */
         const char *response; /* or NULL */
 };
 
@@ -92,13 +93,20 @@ enum store_rc store_insert_keys(struct store *s, const char *ns, const struct st
                                 int64_t keep_ms, int64_t response_ttl_ms, char *err, size_t errsz)
         __attribute__((warn_unused_result));
 
+/** A key store_claim inserted, and the outcome to record on it. */
+struct store_outcome_row {
+        const char *row;       /* store_claim_row.row */
+        enum key_status status; /* KEY_DONE or KEY_FAILED */
+        const char *response;  /* or NULL */
+};
+
 /**
- * Final status ("DONE"/"FAILED") and first response of keys this
- * transaction claimed, by their rows (store_claim_row.row): a TID scan per
- * row, whatever the planner knows of the table's size.
+ * Final status and first response of keys this transaction claimed, by
+ * their rows: a TID scan per row, whatever the planner knows of the table's
+ * size.
  */
-enum store_rc store_record(struct store *s, size_t n, const char *const *rows, const char *const *statuses,
-                           const char *const *responses, char *err, size_t errsz) __attribute__((warn_unused_result));
+enum store_rc store_record(struct store *s, const struct store_outcome_row *rows, size_t n, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
 
 /** Stored outcome of keys seen before: callback per found key. */
 enum store_rc store_outcomes(struct store *s, const char *ns, size_t n, const char *const *keys,

@@ -53,6 +53,11 @@ int store_unique_violation(const PGresult *res, const char *schema, const char *
                field_is(res, PG_DIAG_TABLE_NAME, table) && field_is(res, PG_DIAG_CONSTRAINT_NAME, constraint);
 }
 
+int store_contention(const PGresult *res)
+{
+        return res && (field_is(res, PG_DIAG_SQLSTATE, "40P01") || field_is(res, PG_DIAG_SQLSTATE, "40001"));
+}
+
 void store_failure_text(char *buf, size_t sz, const PGresult *res)
 {
         const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;

@@ -28,6 +28,10 @@ enum store_rc store_classify(PGconn *conn, const PGresult *res);
  *  unique index's) by PG_DIAG_SCHEMA_NAME, TABLE_NAME and CONSTRAINT_NAME. */
 int store_unique_violation(const PGresult *res, const char *schema, const char *table, const char *constraint);
 
+/** 1 when res failed as contention between transactions does: a deadlock
+ *  (40P01) or a serialization failure (40001). */
+int store_contention(const PGresult *res);
+
 /** A failure in words that quote no value: "SQLSTATE 23514: new row ...
  *  violates check constraint ..." (the primary message, never DETAIL, which
  *  may quote a payload's bytes), on one line. */

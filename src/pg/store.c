@@ -28,6 +28,7 @@ struct store {
         int pooled;             /* a pooler between: each transaction may run in another server session */
         char failure[320];      /* the last failed statement: SQLSTATE and primary message, no detail */
         int keys_conflict;      /* it failed on dedupd.keys' primary key (unique_violation) */
+        int contended;          /* it failed as a deadlock or a serialization failure */
         const char *prepared[STORE_PREPARED_MAX]; /* the statements prepared on this connection, as "s<i>" */
         size_t nprepared;
 };
@@ -39,9 +40,12 @@ static void remember_failure(struct store *s, const PGresult *r)
 {
         store_failure_text(s->failure, sizeof(s->failure), r);
         s->keys_conflict = store_unique_violation(r, "dedupd", "keys", "keys_pkey");
+        s->contended = store_contention(r);
 }
 
 int store_last_keys_conflict(const struct store *s) { return s->keys_conflict; }
+
+int store_last_contended(const struct store *s) { return s->contended; }
 
 const char *store_last_failure(const struct store *s) { return s->failure; }
 
@@ -175,6 +179,8 @@ void store_free(struct store *s)
 }
 
 int store_ok(const struct store *s) { return s->conn && PQstatus(s->conn) == CONNECTION_OK; }
+
+int store_session_pid(const struct store *s) { return s->conn ? PQbackendPID(s->conn) : 0; }
 
 int store_idle(const struct store *s) { return store_ok(s) && PQtransactionStatus(s->conn) == PQTRANS_IDLE; }
 

@@ -12,8 +12,10 @@
 
 /*
  * Every statement on dedupd.* goes through a store, and lives in pg/: the
- * layers above see functions, never SQL. The store is opaque; its PGconn
- * is handed out only for the handler's transaction and the watchdog.
+ * layers above see functions and enums, never SQL or libpq (tests/lint/
+ * layers.sh checks). The store is opaque; its PGconn is handed out only
+ * inside pg/: to the handler (pg/handler_conn) and the watchdog's cancel
+ * (pg/cancel).
  */
 struct store;
 
@@ -35,7 +37,7 @@ void store_set_connect_deadline(struct store *s, int64_t deadline_ms);
 /** store_new and store_connect in one; NULL with the reason in err
  *  ("cannot connect to the database host:port/db: libpq's reason"). */
 struct store *store_open(const char *conninfo, char *err, size_t errsz);
-/** The connection: the handler's transaction, the watchdog's cancel. NULL when not connected. */
+/** The connection, for pg/ only (handler_conn, cancel, probe, audit). NULL when not connected. */
 PGconn *store_conn(const struct store *s);
 /** "host:port/db", for messages: never the conninfo (secrets). Known once a
  *  connection was attempted. */
@@ -92,6 +94,13 @@ enum store_rc store_session_reset(struct store *s, int guard, int *held, char *e
 /** The last failed statement as "SQLSTATE 23514: new row ... violates check
  *  constraint ...": no DETAIL, which may quote the values (a payload). */
 const char *store_last_failure(const struct store *s);
+/** 1 when the last failed statement failed as contention between
+ *  transactions does (a deadlock, a serialization failure). */
+int store_last_contended(const struct store *s);
+
+/** The server process of the connection (it tells one session from the
+ *  next), 0 when not connected. */
+int store_session_pid(const struct store *s);
 
 
 #endif /* DEDUPD_PG_STORE_H */

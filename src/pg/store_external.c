@@ -66,7 +66,7 @@ enum store_rc store_ext_read(struct store *s, const char *ns, const char *key,
                 return rc;
         if (PQntuples(r) == 1) {
                 *found = 1;
-                copy_field(row->status, sizeof(row->status), r, 0, 0);
+                row->status = key_status_parse(PQgetvalue(r, 0, 0));
                 copy_field(row->owner, sizeof(row->owner), r, 0, 1);
                 copy_field(row->lease_until, sizeof(row->lease_until), r, 0, 2);
                 row->live = !PQgetisnull(r, 0, 3) && PQgetvalue(r, 0, 3)[0] == 't';
@@ -114,10 +114,10 @@ enum store_rc store_ext_take_over(struct store *s, const char *ns, const char *k
 }
 
 enum store_rc store_ext_finish(struct store *s, const char *ns, const char *key, const char *owner,
-                               const char *status, const char *response, int *finished, char *err,
+                               enum key_status status, const char *response, int *finished, char *err,
                                size_t errsz)
 {
-        const char *params[5] = {ns, key, owner, status, response};
+        const char *params[5] = {ns, key, owner, key_status_name(status), response};
         PGresult *r = NULL;
         enum store_rc rc;
 

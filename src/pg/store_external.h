@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pg/key_status.h"
 #include "pg/store.h"
 
 /*
@@ -16,7 +17,7 @@
 
 /** A key's row as a duplicate finds it. */
 struct store_ext_row {
-        char status[16];      /* PENDING, DONE, FAILED, EXPIRED */
+        enum key_status status;
         char owner[256];      /* "" when NULL */
         char lease_until[64]; /* "" when NULL; the database's text form */
         int live;             /* PENDING and lease_until > now() */
@@ -51,12 +52,12 @@ enum store_rc store_ext_take_over(struct store *s, const char *ns, const char *k
                                   int *attempts, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 /**
- * Record the outcome ("DONE" or "FAILED") and first response, fenced by
+ * Record the outcome (KEY_DONE or KEY_FAILED) and first response, fenced by
  * owner: *finished = 0 when the row is no longer PENDING under owner (the
  * lease was lost) — it is then left exactly as the new owner has it.
  */
 enum store_rc store_ext_finish(struct store *s, const char *ns, const char *key, const char *owner,
-                               const char *status, const char *response, int *finished, char *err,
+                               enum key_status status, const char *response, int *finished, char *err,
                                size_t errsz) __attribute__((warn_unused_result));
 
 /** Give the lease up now (handler RETRY): the next attempt may take over at once. */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/batch.h"
 #include "core/split.h"
 #include "unit.h"
 

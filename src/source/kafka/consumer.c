@@ -48,7 +48,6 @@ static void msg_release(struct source *src, struct pl_msg *m)
         (void)src;
         if (!m)
                 return;
-        pl_msg_clear(m);
         free(m->headers);
         rd_kafka_message_destroy(m->source);
         free(m);

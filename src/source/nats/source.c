@@ -60,7 +60,6 @@ static void msg_release(struct source *src, struct pl_msg *m)
         if (!m)
                 return;
         of(src)->topics[m->topic_idx].held--;
-        pl_msg_clear(m);
         free(m->headers);
         natsMsg_Destroy(m->source); /* not acknowledged: the server delivers it again after ack_wait */
         free(m);

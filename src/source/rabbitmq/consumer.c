@@ -190,7 +190,6 @@ static void msg_release(struct source *src, struct pl_msg *m)
         if (!m)
                 return;
         struct rmq_msg *rm = (struct rmq_msg *)m;
-        pl_msg_clear(m);
         free(m->headers);
         free(m->props);
         rmq_strings_free(&rm->keep);
