@@ -10,7 +10,7 @@
 
 #include "base/keyspec.h"
 
-/** One entry of a verbatim map (`kafka:`: passed to rd_kafka_conf_set()). */
+/** One entry of a verbatim map (`kafka:`: passed to librdkafka as it is). */
 struct config_kv {
         char *name;
         char *value;

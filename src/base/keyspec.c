@@ -148,7 +148,7 @@ static const char *const amqp_props[] = {
         "message_id", "correlation_id", "type", "app_id", "user_id", "reply_to",
 };
 
-static int amqp_part(const char *name, struct part *p, char *err, size_t errsz)
+static int property_part(const char *name, struct part *p, char *err, size_t errsz)
 {
         for (size_t i = 0; i < sizeof(amqp_props) / sizeof(*amqp_props); i++)
                 if (!strcmp(name, amqp_props[i])) {
@@ -193,7 +193,7 @@ static int source_part(const char *ref, struct part *p, char *err, size_t errsz)
                 return 0;
         }
         if (!strncmp(ref, "amqp:", 5))
-                return amqp_part(ref + 5, p, err, errsz);
+                return property_part(ref + 5, p, err, errsz);
         for (size_t i = 0; i < sizeof(refused_sources) / sizeof(*refused_sources); i++) {
                 if (!strcmp(ref, refused_sources[i])) {
                         seterr(err, errsz,

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# tests/lint/layers.sh — the layers' seam with the database: src/core/ (the
-# protocol) and src/base/ (what every layer uses) name no libpq symbol and
-# include no libpq header. What the database is reached through lives in
-# src/pg/ (the store), behind functions and enums.
+# tests/lint/layers.sh — the layers' seams with the database and the brokers:
+# src/core/ (the protocol) and src/base/ (what every layer uses) name no
+# libpq symbol and no broker library's (librdkafka, rabbitmq-c, nats.c),
+# include none of their headers, and include nothing of src/source/. What the
+# database is reached through lives in src/pg/ (the store), behind functions
+# and enums; what a broker is, in its folder under src/source/ (its plug-in).
 #
 #   tests/lint/layers.sh [ROOT]   ROOT: the source tree (default: this one)
 #
@@ -16,15 +18,21 @@ LIBPQ='\bPQ[A-Za-z_]+|\bPG(conn|result|cancel|notify|_DIAG_[A-Z_]+|RES_[A-Z_]+)\
 LIBPQ+='|\b(ConnStatusType|ExecStatusType|PGTransactionStatusType|PGPing|PGVerbosity)\b'
 LIBPQ+='|\bCONNECTION_(OK|BAD)\b|<(libpq-fe|libpq/[a-z_-]+|pg_config)\.h>'
 
-# Files that may still name libpq, each with the reason. The lead moves
-# src/base/version.c (the --version text's libpq version) out of base/ and
-# removes its line here.
-ALLOWED=(
-  src/base/version.c
-)
+# The brokers' client libraries: their functions, types, constants and
+# headers, and the brokers' own folders.
+BROKERS='\brd_kafka_[a-z_]+|\bRD_KAFKA_[A-Z_]+|<librdkafka/'
+BROKERS+='|\bamqp_[a-z_]+\(|\bamqp_[a-z_]+_t\b|\bAMQP_[A-Z_]+|<amqp\.h>|<rabbitmq-c/'
+BROKERS+='|\bnats[A-Z][A-Za-z]*|\bjs[A-Z][A-Za-z]+\b|\bjs_[A-Za-z]+|<nats/nats\.h>'
+BROKERS+='|#include "source/'
+LIBPQ+="|$BROKERS"
+
+# Files that may still name one of them, each with the reason (none now).
+ALLOWED=()
 
 # The pattern must catch what it is for, or every tree passes.
-for probe in 'PGconn *c;' '#include <libpq-fe.h>' 'PQtransactionStatus(c)' 'if (s == PGRES_TUPLES_OK)'; do
+for probe in 'PGconn *c;' '#include <libpq-fe.h>' 'PQtransactionStatus(c)' 'if (s == PGRES_TUPLES_OK)' \
+        'rd_kafka_t *rk;' 'RD_KAFKA_RESP_ERR_NO_ERROR' 'amqp_basic_publish(c)' 'amqp_connection_state_t c;' \
+        'natsConnection *nc;' 'jsCtx *js;' 'js_GetStreamInfo(x)' '#include "source/kafka/topics.h"'; do
   if ! grep -qE "$LIBPQ" <<<"$probe"; then
     echo "layers.sh: the libpq pattern misses '$probe': fix the pattern" >&2
     exit 2
@@ -33,7 +41,7 @@ done
 
 allowed() {
   local f
-  for f in "${ALLOWED[@]}"; do [[ $1 == "$f" ]] && return 0; done
+  for f in "${ALLOWED[@]+"${ALLOWED[@]}"}"; do [[ $1 == "$f" ]] && return 0; done
   return 1
 }
 
@@ -50,7 +58,7 @@ while IFS= read -r hit; do
 done < <(grep -rnE --include='*.c' --include='*.h' "$LIBPQ" src/core src/base || true)
 
 if ((found)); then
-  echo "layers.sh: src/core/ and src/base/ must not name libpq: give the store (src/pg/) an operation or an enum for it" >&2
+  echo "layers.sh: src/core/ and src/base/ must not name libpq or a broker's library: give the store (src/pg/) an operation or an enum for it, or the broker's plug-in (src/source/plugin.h) a member" >&2
   exit 1
 fi
-echo "layers.sh: src/core/ and src/base/ name no libpq symbol"
+echo "layers.sh: src/core/ and src/base/ name no libpq symbol and no broker's"
