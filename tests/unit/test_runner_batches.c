@@ -70,6 +70,45 @@ static void test_duplicates_absorbed(void **state)
         rt_free(t);
 }
 
+/* Partition workers: each partition's batches on one of two threads and
+ * connections. A worker that falls behind has its partitions paused (what
+ * it buffers stays bounded) and resumed; every order is applied once, every
+ * partition acknowledged to its end, the balances exact. */
+static void test_workers(void **state)
+{
+        const char *topic = "  - name: pay\n"
+                            "    key: {subject: \"{json:order_id}\", action: PAY}\n"
+                            "    handler: {path: \"" TRANSFER_SO "\", config: {seed_accounts: \"4\", initial_balance: \"1000\"}}\n"
+                            "    batch: {max_messages: 1, max_wait_ms: 20}\n";
+        struct rt *t = rt_start_with("workers: 2\n", topic);
+        unsigned pauses = 0, resumes = 0;
+        for (int p = 0; p < 4; p++) {
+                for (int i = 0; i < 40; i++) {
+                        char v[128];
+                        snprintf(v, sizeof(v), "{\"order_id\":\"p%d-%d\",\"user_id\":%d,\"amount\":5}", p, i, p + 1);
+                        loopback_push(t->lb, "pay", p, NULL, v, NULL, 0);
+                }
+                rt_want_acked(t, "pay", p, 40);
+        }
+        rt_assign(t, "pay", 4);
+
+        assert_int_equal(rt_run(t, rt_acked_all, 15000), 0);
+
+        for (int p = 0; p < 4; p++) {
+                struct loopback_part_state st = loopback_part(t->lb, "pay", p);
+                assert_int_equal(rt_db_offset(t, "pay", p), 40);
+                assert_int_equal(st.acks_backwards, 0);
+                assert_false(st.paused);
+                pauses += st.pauses;
+                resumes += st.resumes;
+        }
+        assert_true(pauses >= 1); /* 16 batches buffered: behind */
+        assert_true(resumes >= pauses);
+        assert_int_equal(rt_sql_int(t, "SELECT count(*) FROM transfer_ledger", 0, NULL), 160);
+        assert_int_equal(rt_sql_int(t, "SELECT count(*) FROM account WHERE balance = 1000 - 40 * 5", 0, NULL), 4);
+        rt_free(t);
+}
+
 /* RETRY: the batch waits in its backoff with its partition paused, is tried
  * again, and after retry.max_attempts the message is dead-lettered with the
  * reason; its neighbours apply once, one that recovers is applied once, and
@@ -315,6 +354,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_committed_and_acked),
                 cmocka_unit_test(test_duplicates_absorbed),
+                cmocka_unit_test(test_workers),
                 cmocka_unit_test(test_retry_backoff_dead_letter),
                 cmocka_unit_test(test_dead_letter_refused),
                 cmocka_unit_test(test_stuck_reported),

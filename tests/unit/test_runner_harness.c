@@ -246,17 +246,18 @@ static void schema_reset(struct rt *t)
                 fail_msg("store_migrate: %s", t->err);
 }
 
-static struct config *config_make(const char *topics_yaml)
+static struct config *config_make(const char *head_yaml, const char *topics_yaml)
 {
         struct config_errors errs = {0};
-        size_t sz = strlen(topics_yaml) + strlen(test_dsn) + 256;
+        size_t sz = strlen(head_yaml) + strlen(topics_yaml) + strlen(test_dsn) + 256;
         char *yaml = malloc(sz);
         snprintf(yaml, sz,
                  "namespace: unit\n"
                  "postgres: {conninfo: \"%s\"}\n"
                  "kafka: {bootstrap.servers: \"loopback:9\", group.id: \"unit\"}\n"
+                 "%s"
                  "topics:\n%s",
-                 test_dsn, topics_yaml);
+                 test_dsn, head_yaml, topics_yaml);
         struct config *cfg = config_load_string("runner-test.yaml", yaml, &errs);
         for (size_t i = 0; i < errs.cnt; i++)
                 fprintf(stderr, "%s\n", errs.msgs[i]);
@@ -267,12 +268,37 @@ static struct config *config_make(const char *topics_yaml)
         return cfg;
 }
 
-/* What dedupd's prepare() and run() make, on the loopback (one lane, as workers: 1). */
+/* What dedupd's prepare() and run() make, on the loopback. */
 static void daemon_build(struct rt *t)
 {
         t->store = store_new(t->cfg->pg_conninfo, 60000);
         if (store_connect(t->store, t->err, sizeof(t->err)) != STORE_OK)
                 fail_msg("store_connect: %s", t->err);
+}
+
+/* One lane on the daemon's connection; with workers, one each on a
+ * connection and watchdog of its own (the loop keeps the daemon's). The
+ * loopback's sink takes one call at a time itself (no sink_locked). */
+static void lanes_add(struct rt *t)
+{
+        size_t n = (size_t)t->cfg->workers;
+        if (n <= 1) {
+                pipeline_add_lane(t->pl, t->store, t->wd);
+                return;
+        }
+        assert_true(n <= sizeof(t->workers) / sizeof(t->workers[0]));
+        if (pipeline_concurrent(t->pl, t->err, sizeof(t->err)))
+                fail_msg("workers: %s", t->err);
+        for (size_t i = 0; i < n; i++) {
+                struct rt_worker *w = &t->workers[i];
+                w->store = store_new(t->cfg->pg_conninfo, 60000);
+                if (store_connect(w->store, t->err, sizeof(t->err)) != STORE_OK)
+                        fail_msg("worker %zu: store_connect: %s", i + 1, t->err);
+                if (!(w->wd = watchdog_start(t->err, sizeof(t->err))))
+                        fail_msg("worker %zu: watchdog_start: %s", i + 1, t->err);
+                pipeline_add_lane(t->pl, w->store, w->wd);
+        }
+        t->worker_cnt = n;
 }
 
 static void daemon_start(struct rt *t)
@@ -281,7 +307,7 @@ static void daemon_start(struct rt *t)
                 fail_msg("pipeline_new: %s", t->err);
         if (!(t->wd = watchdog_start(t->err, sizeof(t->err))))
                 fail_msg("watchdog_start: %s", t->err);
-        pipeline_add_lane(t->pl, t->store, t->wd);
+        lanes_add(t);
         if (!(t->runner = runner_new(t->cfg, t->store, t->pl, loopback_sink(t->lb), t->err, sizeof(t->err))))
                 fail_msg("runner_new: %s", t->err);
         t->src = loopback_source(t->lb, runner_events(t->runner));
@@ -292,6 +318,11 @@ static void daemon_stop(struct rt *t)
         runner_free(t->runner);
         watchdog_stop(t->wd);
         pipeline_free(t->pl);
+        for (size_t i = 0; i < t->worker_cnt; i++) {
+                watchdog_stop(t->workers[i].wd);
+                store_free(t->workers[i].store);
+        }
+        t->worker_cnt = 0;
         store_free(t->store);
         t->runner = NULL;
         t->pl = NULL;
@@ -299,10 +330,12 @@ static void daemon_stop(struct rt *t)
         t->store = NULL;
 }
 
-struct rt *rt_start(const char *topics_yaml)
+struct rt *rt_start(const char *topics_yaml) { return rt_start_with("", topics_yaml); }
+
+struct rt *rt_start_with(const char *head_yaml, const char *topics_yaml)
 {
         struct rt *t = calloc(1, sizeof(*t));
-        t->cfg = config_make(topics_yaml);
+        t->cfg = config_make(head_yaml, topics_yaml);
         t->db = PQconnectdb(test_dsn);
         if (PQstatus(t->db) != CONNECTION_OK)
                 fail_msg("connecting to %s: %s", test_db, PQerrorMessage(t->db));

@@ -30,6 +30,11 @@ struct rt {
         struct store *store;
         struct pipeline *pl;
         struct watchdog *wd;
+        struct rt_worker {
+                struct store *store;
+                struct watchdog *wd;
+        } workers[4]; /* workers > 1: each lane's own connection and watchdog */
+        size_t worker_cnt;
         struct runner *runner;
         struct loopback *lb;
         struct source *src;
@@ -52,6 +57,8 @@ struct rt {
 /** The YAML of the config's topics: list; the harness adds namespace
  *  "unit", the database and a kafka: section (unused). */
 struct rt *rt_start(const char *topics_yaml);
+/** Same, with top-level settings of the test's own (head_yaml: whole lines, "workers: 2\n"). */
+struct rt *rt_start_with(const char *head_yaml, const char *topics_yaml);
 /** Run the runner until until(t) says 1 (at a poll) or timeout_ms passed
  *  (the test fails). Returns what runner_run returned. A test may run again
  *  after rt_restart. */
