@@ -70,6 +70,30 @@ static void test_duplicates_absorbed(void **state)
         rt_free(t);
 }
 
+/* What the broker carries besides the value — the message key and its
+ * headers — reaches the key derivation: {key} and {header:NAME}. */
+static void test_key_and_headers(void **state)
+{
+        const char *topic = "  - name: pay\n"
+                            "    key: {subject: \"{key}\", action: \"{header:op}\"}\n"
+                            "    handler: {path: \"" FLAKY_SO "\"}\n"
+                            "    batch: {max_messages: 10, max_wait_ms: 20}\n";
+        struct rt *t = rt_start(topic);
+        struct dedupd_header pay[] = {{"op", "PAY", 3}}, refund[] = {{"op", "REFUND", 6}};
+        loopback_push(t->lb, "pay", 0, "acct-1", "{}", pay, 1);
+        loopback_push(t->lb, "pay", 0, "acct-1", "{}", refund, 1);
+        loopback_push(t->lb, "pay", 0, "acct-1", "{}", pay, 1); /* the first again */
+        rt_assign(t, "pay", 1);
+        rt_want_acked(t, "pay", 0, 3);
+
+        assert_int_equal(rt_run(t, rt_acked_all, 10000), 0);
+
+        char *eff = rt_effects(t);
+        assert_string_equal(eff, "acct-1/PAY,acct-1/REFUND");
+        free(eff);
+        rt_free(t);
+}
+
 /* Partition workers: each partition's batches on one of two threads and
  * connections. A worker that falls behind has its partitions paused (what
  * it buffers stays bounded) and resumed; every order is applied once, every
@@ -349,11 +373,53 @@ static void test_outbox_relay(void **state)
         free(topic);
 }
 
+/* Past limits.outbox_backlog unsent rows every partition pauses, whatever
+ * its topic's own state; once the relay publishes below it they fetch again. */
+static int backlog_paused_then_drained(struct rt *t)
+{
+        struct loopback_part_state st = loopback_part(t->lb, "pay", 0);
+        if (t->step == 0 && st.paused &&
+            rt_sql_int(t, "SELECT count(*) FROM dedupd.outbox WHERE sent_at IS NULL", 0, NULL) >= 2) {
+                assert_true(st.handed < 40); /* it stopped fetching */
+                loopback_publish_fate(t->lb, SINK_ACKED, NULL);
+                t->step = 1;
+        }
+        return t->step == 1 && rt_acked_all(t) && !st.paused &&
+               rt_sql_int(t, "SELECT count(*) FROM dedupd.outbox WHERE sent_at IS NULL", 0, NULL) == 0;
+}
+
+static void test_outbox_backlog_pauses(void **state)
+{
+        char *topic = rt_flaky_topic("pay", "emit_topic: events", "max_messages: 1, max_wait_ms: 10, adaptive: false", "");
+        struct rt *t = rt_start_with("limits: {outbox_backlog: 2}\noutbox: {interval_ms: 20, retry_backoff_ms: 20}\n", topic);
+        const struct loopback_pub *pubs;
+        loopback_publish_fate(t->lb, SINK_UNSENT, "the broker did not answer");
+        for (int i = 0; i < 40; i++) {
+                char id[16];
+                snprintf(id, sizeof(id), "e%02d", i);
+                rt_push(t, "pay", 0, id);
+        }
+        rt_assign(t, "pay", 1);
+        rt_want_acked(t, "pay", 0, 40);
+
+        assert_int_equal(rt_run(t, backlog_paused_then_drained, 15000), 0);
+
+        assert_true(loopback_part(t->lb, "pay", 0).resumes >= 1);
+        size_t n = loopback_published(t->lb, &pubs), acked = 0;
+        for (size_t i = 0; i < n; i++)
+                acked += pubs[i].fate == SINK_ACKED;
+        assert_int_equal(acked, 40); /* the backlog, then the rest as they commit */
+        assert_int_equal(rt_sql_int(t, "SELECT count(*) FROM dedupd.outbox WHERE sent_at IS NULL", 0, NULL), 0);
+        rt_free(t);
+        free(topic);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_committed_and_acked),
                 cmocka_unit_test(test_duplicates_absorbed),
+                cmocka_unit_test(test_key_and_headers),
                 cmocka_unit_test(test_workers),
                 cmocka_unit_test(test_retry_backoff_dead_letter),
                 cmocka_unit_test(test_dead_letter_refused),
@@ -362,6 +428,7 @@ int main(void)
                 cmocka_unit_test(test_split_partial_commit),
                 cmocka_unit_test(test_skipped_range),
                 cmocka_unit_test(test_outbox_relay),
+                cmocka_unit_test(test_outbox_backlog_pauses),
         };
         return rt_main("runner_batches", tests, sizeof(tests) / sizeof(tests[0]));
 }

@@ -116,6 +116,8 @@ static void test_reposition_after_db_loss(void **state)
 
         assert_int_equal(part(t, 0).sought, 2);
         assert_true(part(t, 0).seeks >= 1);
+        assert_true(part(t, 0).pauses >= 1); /* while the database was away, and until it was positioned */
+        assert_false(part(t, 0).paused);
         char *eff = rt_effects(t);
         assert_string_equal(eff, "m0/PAY,m1/PAY,m2/PAY,m3/PAY,m4/PAY,m5/PAY");
         assert_int_equal(rt_db_offset(t, "pay", 0), 6);
@@ -142,6 +144,7 @@ static void test_assign_awaiting_position(void **state)
 
         assert_int_equal(part(t, 0).started, SOURCE_START_LATER);
         assert_int_equal(part(t, 0).sought, 1);
+        assert_int_equal(part(t, 0).handed, 2); /* nothing before its position */
         char *eff = rt_effects(t);
         assert_string_equal(eff, "m1/PAY,m2/PAY");
         free(eff);
