@@ -229,7 +229,7 @@ static int stuck_then_recovered(struct rt *t)
 static void test_stuck_reported(void **state)
 {
         char *topic = rt_flaky_topic("pay", "retry_keys: r1/PAY", "max_messages: 10, max_wait_ms: 20",
-                                     "max_attempts: 8, backoff_ms: 10, backoff_max_ms: 40");
+                                     "max_attempts: 12, backoff_ms: 10, backoff_max_ms: 40");
         struct rt *t = rt_start(topic);
         const struct loopback_dead *dead;
         rt_push(t, "pay", 0, "r1,ok1");
@@ -239,7 +239,7 @@ static void test_stuck_reported(void **state)
         assert_int_equal(rt_run(t, stuck_then_recovered, 10000), 0);
 
         assert_int_equal(loopback_dead_letters(t->lb, &dead), 1);
-        assert_contains(dead[0].reason, "handler returned RETRY 8 times");
+        assert_contains(dead[0].reason, "handler returned RETRY 12 times");
         rt_free(t);
         free(topic);
 }
@@ -380,7 +380,7 @@ static int backlog_paused_then_drained(struct rt *t)
         struct loopback_part_state st = loopback_part(t->lb, "pay", 0);
         if (t->step == 0 && st.paused &&
             rt_sql_int(t, "SELECT count(*) FROM dedupd.outbox WHERE sent_at IS NULL", 0, NULL) >= 2) {
-                assert_true(st.handed < 40); /* it stopped fetching */
+                assert_true(st.handed < 100); /* it stopped fetching */
                 loopback_publish_fate(t->lb, SINK_ACKED, NULL);
                 t->step = 1;
         }
@@ -394,13 +394,13 @@ static void test_outbox_backlog_pauses(void **state)
         struct rt *t = rt_start_with("limits: {outbox_backlog: 2}\noutbox: {interval_ms: 20, retry_backoff_ms: 20}\n", topic);
         const struct loopback_pub *pubs;
         loopback_publish_fate(t->lb, SINK_UNSENT, "the broker did not answer");
-        for (int i = 0; i < 40; i++) {
+        for (int i = 0; i < 100; i++) {
                 char id[16];
                 snprintf(id, sizeof(id), "e%02d", i);
                 rt_push(t, "pay", 0, id);
         }
         rt_assign(t, "pay", 1);
-        rt_want_acked(t, "pay", 0, 40);
+        rt_want_acked(t, "pay", 0, 100);
 
         assert_int_equal(rt_run(t, backlog_paused_then_drained, 15000), 0);
 
@@ -408,7 +408,7 @@ static void test_outbox_backlog_pauses(void **state)
         size_t n = loopback_published(t->lb, &pubs), acked = 0;
         for (size_t i = 0; i < n; i++)
                 acked += pubs[i].fate == SINK_ACKED;
-        assert_int_equal(acked, 40); /* the backlog, then the rest as they commit */
+        assert_int_equal(acked, 100); /* the backlog, then the rest as they commit */
         assert_int_equal(rt_sql_int(t, "SELECT count(*) FROM dedupd.outbox WHERE sent_at IS NULL", 0, NULL), 0);
         rt_free(t);
         free(topic);
