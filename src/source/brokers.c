@@ -6,11 +6,17 @@
 #include "source/kafka/broker.h"
 #include "source/nats/broker.h"
 #include "source/rabbitmq/broker.h"
+#ifdef DEDUPD_LOOPBACK
+#include "source/loopback/broker.h"
+#endif
 
 static const struct broker *const table[] = {
         &kafka_broker,
         &rabbitmq_broker,
         &nats_broker,
+#ifdef DEDUPD_LOOPBACK
+        &loopback_broker, /* test builds only: the in-memory broker the runner's unit tests drive */
+#endif
 };
 
 #define BROKERS (sizeof(table) / sizeof(*table))
