@@ -52,3 +52,22 @@ refused n_ever "$WORK/n_long.yaml" \
         "stream $STREAM: retention class 'notify' keeps keys 2h but the stream retains messages for ever (max_age 0, unlimited): a message still in the stream could be replayed after its key was purged — no keep is long enough"
 passes n_ever_allowed "$WORK/n_allowed.yaml"
 log "ok: NATS max_age 0 (unlimited) refuses any keep, passes it allowed"
+
+# ---- RabbitMQ: AMQP cannot read a queue's message TTL (argument or policy): said, not refused
+. "$(dirname "$0")/rmq_lib.sh"
+Q="ret_floor_$$"
+rmq_queue "$Q" '{"x-message-ttl":3600000}'
+rmq_write_config "$WORK/r_short.yaml" "$Q" "$(class 30m)"
+out=$("$DEDUPCTL" check -c "$WORK/r_short.yaml" 2>&1) || fail "check of a RabbitMQ queue with a class exited $?: $out"
+grep -qF "queue $Q: its message TTL is not checked against retention class 'notify' (keep 30m): AMQP does not show a queue's x-message-ttl argument nor a policy's message-ttl" <<<"$out" ||
+        fail "check does not say the queue's TTL was not checked: $out"
+start r1 "$WORK/r_short.yaml"
+echo '{"order_id":"q1","user_id":4,"amount":10}' | rmq_publish "$Q"
+rmq_wait_empty "$Q"
+stop r1
+grep -qF "queue $Q: its message TTL is not checked against retention class 'notify'" "$WORK/r1.log" ||
+        fail "dedupd does not say the queue's TTL was not checked"
+rmq_write_config "$WORK/r_allowed.yaml" "$Q" "$(class 30m "    allow_shorter_than_topic: true")"
+out=$("$DEDUPCTL" check -c "$WORK/r_allowed.yaml" 2>&1) || fail "check (allowed) exited $?: $out"
+if grep -q "not checked against retention class" <<<"$out"; then fail "allow_shorter_than_topic still warns: $out"; fi
+log "ok: RabbitMQ says the queue's message TTL was not checked (AMQP cannot read it), not with allow_shorter_than_topic"

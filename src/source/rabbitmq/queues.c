@@ -51,6 +51,26 @@ static enum rmq_check_rc check_exchange(amqp_connection_state_t conn, amqp_chann
         return RMQ_CHECK_OK;
 }
 
+/* AMQP shows neither a queue's x-message-ttl argument nor a policy's
+ * message-ttl: each class that would be compared with them is said to be
+ * not checked, as Kafka's lint says of a retention.ms it cannot read. */
+static void retention_unchecked(const struct config *cfg)
+{
+        char keep[64];
+        for (size_t t = 0; t < cfg->topic_cnt; t++) {
+                const struct retention_class *c = cfg->topics[t].retention;
+                if (!c || c->allow_shorter_than_topic)
+                        continue;
+                config_format_duration(c->keep_ms, keep, sizeof(keep));
+                log_warn("rabbitmq",
+                         "queue %s: its message TTL is not checked against retention class '%s' (keep %s): AMQP "
+                         "does not show a queue's x-message-ttl argument nor a policy's message-ttl; a queue with "
+                         "neither keeps messages for ever. Give the queue a message TTL of at most %s, or set "
+                         "allow_shorter_than_topic: true if replaying a message older than %s is acceptable",
+                         cfg->topics[t].name, c->name, keep, keep, keep);
+        }
+}
+
 enum rmq_check_rc rmq_queues_check(const struct config *cfg, int log, char *err, size_t errsz)
 {
         enum rmq_check_rc rc = RMQ_CHECK_OK;
@@ -66,6 +86,8 @@ enum rmq_check_rc rmq_queues_check(const struct config *cfg, int log, char *err,
                                      "(requeue=false) to its queue's own dead-letter exchange, without dedupd's "
                                      "reason headers; a queue without x-dead-letter-exchange (argument or policy) "
                                      "drops it");
+        if (rc == RMQ_CHECK_OK)
+                retention_unchecked(cfg);
         rmq_disconnect(conn);
         return rc;
 }
