@@ -53,8 +53,12 @@ refused n_ever "$WORK/n_long.yaml" \
 passes n_ever_allowed "$WORK/n_allowed.yaml"
 log "ok: NATS max_age 0 (unlimited) refuses any keep, passes it allowed"
 
-# ---- RabbitMQ: AMQP cannot read a queue's message TTL (argument or policy): said, not refused
+# ---- RabbitMQ: a queue's message TTL is the smaller of its x-message-ttl argument and its policy's
+# message-ttl. AMQP shows neither: dedupd and check say so; the management HTTP API shows both, read
+# by rmqretention (rmq_queues_retention with the URL that is not a setting yet).
 . "$(dirname "$0")/rmq_lib.sh"
+RT="$BUILD/tests/rmqretention"
+[[ -n ${RABBITMQ_MANAGEMENT_URL:-} ]] || fail "no RABBITMQ_MANAGEMENT_URL in .run/env: run scripts/services up"
 Q="ret_floor_$$"
 rmq_queue "$Q" '{"x-message-ttl":3600000}'
 rmq_write_config "$WORK/r_short.yaml" "$Q" "$(class 30m)"
@@ -70,4 +74,57 @@ grep -qF "queue $Q: its message TTL is not checked against retention class 'noti
 rmq_write_config "$WORK/r_allowed.yaml" "$Q" "$(class 30m "    allow_shorter_than_topic: true")"
 out=$("$DEDUPCTL" check -c "$WORK/r_allowed.yaml" 2>&1) || fail "check (allowed) exited $?: $out"
 if grep -q "not checked against retention class" <<<"$out"; then fail "allow_shorter_than_topic still warns: $out"; fi
-log "ok: RabbitMQ says the queue's message TTL was not checked (AMQP cannot read it), not with allow_shorter_than_topic"
+log "ok: dedupd and check say the queue's message TTL was not checked (AMQP cannot read it), not with allow_shorter_than_topic"
+
+# lint NAME FILE: rmqretention through the management API; its exit code in RC, its output in $WORK/NAME.rt
+lint() {
+        RC=0
+        "$RT" "$2" "$RABBITMQ_MANAGEMENT_URL" >"$WORK/$1.rt" 2>&1 || RC=$?
+}
+# lint_says NAME FILE CODE PHRASE: lint exits CODE saying PHRASE (the API's view of a policy is a few seconds late)
+lint_says() {
+        lint "$1" "$2"
+        [[ $RC == "$3" ]] && grep -qF -- "$4" "$WORK/$1.rt"
+}
+lint r_arg "$WORK/r_short.yaml"
+assert_eq "$RC" 1 "the lint of keep 30m on x-message-ttl 1h exits"
+grep -qF "queue $Q: retention class 'notify' keeps keys 30m but the queue retains messages for 1h (x-message-ttl=3600000): a message still in the queue could be replayed after its key was purged — 30m too short; set keep >= 1h or allow_shorter_than_topic: true" "$WORK/r_arg.rt" ||
+        fail "the lint does not give the numbers: $(cat "$WORK/r_arg.rt")"
+lint r_allowed "$WORK/r_allowed.yaml"
+assert_eq "$RC" 0 "the lint of keep 30m allowed shorter exits"
+rmq_write_config "$WORK/r_long.yaml" "$Q" "$(class 2h)"
+lint r_long "$WORK/r_long.yaml"
+assert_eq "$RC" 0 "the lint of keep 2h on x-message-ttl 1h exits"
+grep -qF "queue $Q: x-message-ttl=3600000, class 'notify' keeps keys long enough" "$WORK/r_long.rt" || fail "the lint did not read the TTL: $(cat "$WORK/r_long.rt")"
+log "ok: x-message-ttl 1h refuses keep 30m with the numbers, passes it allowed, passes keep 2h"
+
+# A policy's message-ttl: alone it decides; with the argument, the smaller wins.
+P="ret_floor_$$"
+Q2="ret_floor_pol_$$"
+rmq_queue "$Q2"
+rmq_write_config "$WORK/p_none.yaml" "$Q2" "$(class 2h)"
+lint p_none "$WORK/p_none.yaml"
+assert_eq "$RC" 1 "the lint of a queue with no TTL exits"
+grep -qF "queue $Q2: retention class 'notify' keeps keys 2h but the queue retains messages for ever (no message TTL: neither x-message-ttl nor a policy's message-ttl): a message still in the queue could be replayed after its key was purged — no keep is long enough" "$WORK/p_none.rt" ||
+        fail "the lint does not say the queue keeps messages for ever: $(cat "$WORK/p_none.rt")"
+rmqctl set_policy "$P" "^ret_floor_(pol_)?$$\$" '{"message-ttl":3600000}' --apply-to queues >/dev/null
+on_exit "rmqctl clear_policy $P >/dev/null"
+rmq_write_config "$WORK/p_short.yaml" "$Q2" "$(class 30m)"
+poll 30 lint_says p_short "$WORK/p_short.yaml" 1 "queue $Q2: retention class 'notify' keeps keys 30m but the queue retains messages for 1h (message-ttl=3600000 of policy $P)" ||
+        fail "the lint does not refuse keep 30m under the policy's message-ttl 1h: $(cat "$WORK/p_short.rt")"
+rmq_write_config "$WORK/p_long.yaml" "$Q2" "$(class 1h)"
+lint p_long "$WORK/p_long.yaml"
+assert_eq "$RC" 0 "the lint of keep 1h under the policy's message-ttl 1h exits"
+rmqctl set_policy "$P" "^ret_floor_(pol_)?$$\$" '{"message-ttl":1200000}' --apply-to queues >/dev/null
+poll 30 lint_says p_min "$WORK/r_short.yaml" 0 "queue $Q: message-ttl=1200000 of policy $P, class 'notify' keeps keys long enough" ||
+        fail "x-message-ttl 1h and the policy's 20m: the smaller does not win: $(cat "$WORK/p_min.rt")"
+log "ok: a policy's message-ttl alone refuses a shorter keep; with x-message-ttl the smaller wins; no TTL is for ever"
+
+BAD="Pw${$}nope"
+RABBITMQ_MANAGEMENT_URL=${RABBITMQ_MANAGEMENT_URL/guest@/$BAD@} lint p_login "$WORK/r_long.yaml"
+assert_eq "$RC" 0 "the lint with a refused login exits"
+grep -qF "queue $Q: its message TTL is not checked against retention class 'notify' (keep 2h): could not read x-message-ttl nor the policy's message-ttl: the management API at 127.0.0.1:" "$WORK/p_login.rt" ||
+        fail "a refused login is not said: $(cat "$WORK/p_login.rt")"
+grep -qF "refused user 'guest' (401)" "$WORK/p_login.rt" || fail "the refusal does not name the user: $(cat "$WORK/p_login.rt")"
+if grep -q "$BAD" "$WORK/p_login.rt"; then fail "the password was printed"; fi
+log "ok: a management API that refuses the login: not checked, said with the user and never the password"
