@@ -70,9 +70,10 @@ static void retention_unchecked(const char *queue, const struct retention_class 
         char keep[64];
         config_format_duration(c->keep_ms, keep, sizeof(keep));
         log_warn("rabbitmq",
-                 "queue %s: its message TTL is not checked against retention class '%s' (keep %s): %s; a queue "
-                 "with neither keeps messages for ever. Give the queue a message TTL of at most %s, or set "
-                 "allow_shorter_than_topic: true if replaying a message older than %s is acceptable",
+                 "queue %s: its message TTL is not checked against retention class '%s' (keep %s): %s. A queue "
+                 "with neither x-message-ttl nor a policy's message-ttl keeps messages for ever: give it a "
+                 "message TTL of at most %s, or set allow_shorter_than_topic: true if replaying a message older "
+                 "than %s is acceptable",
                  queue, c->name, keep, why, keep, keep);
 }
 
