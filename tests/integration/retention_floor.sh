@@ -120,6 +120,18 @@ poll 30 lint_says p_min "$WORK/r_short.yaml" 0 "queue $Q: message-ttl=1200000 of
         fail "x-message-ttl 1h and the policy's 20m: the smaller does not win: $(cat "$WORK/p_min.rt")"
 log "ok: a policy's message-ttl alone refuses a shorter keep; with x-message-ttl the smaller wins; no TTL is for ever"
 
+# Over https: verified against rabbitmq.ca_file (the broker's CA); without it the system's CAs do not know it.
+rmq_write_config "$WORK/t_short.yaml" "$Q2" "$(class 10m)" "  ca_file: \"$RABBITMQ_CA_FILE\""
+RABBITMQ_MANAGEMENT_URL=$RABBITMQ_MANAGEMENT_TLS_URL lint t_short "$WORK/t_short.yaml"
+assert_eq "$RC" 1 "the lint over https of keep 10m under the policy's 20m exits"
+grep -qF "queue $Q2: retention class 'notify' keeps keys 10m but the queue retains messages for 20m (message-ttl=1200000 of policy $P)" "$WORK/t_short.rt" ||
+        fail "the lint over https does not refuse keep 10m: $(cat "$WORK/t_short.rt")"
+RABBITMQ_MANAGEMENT_URL=$RABBITMQ_MANAGEMENT_TLS_URL lint t_noca "$WORK/p_short.yaml"
+assert_eq "$RC" 0 "the lint over https with a CA that does not know the server exits"
+grep -qF "could not read x-message-ttl nor the policy's message-ttl: TLS: the server's certificate is not trusted" "$WORK/t_noca.rt" ||
+        fail "an untrusted certificate is not said: $(cat "$WORK/t_noca.rt")"
+log "ok: over https the certificate is verified (rabbitmq.ca_file): trusted, the lint refuses; not trusted, not checked and said"
+
 BAD="Pw${$}nope"
 RABBITMQ_MANAGEMENT_URL=${RABBITMQ_MANAGEMENT_URL/guest@/$BAD@} lint p_login "$WORK/r_long.yaml"
 assert_eq "$RC" 0 "the lint with a refused login exits"

@@ -1,4 +1,4 @@
-/* http: one HTTP/1.0 GET over plain TCP, with a deadline — all the management API needs, without a client library. */
+/* http: one HTTP/1.0 GET over TCP or TLS, with a deadline — all the management API needs, without a client library. */
 #ifndef DEDUPD_SOURCE_RABBITMQ_HTTP_H
 #define DEDUPD_SOURCE_RABBITMQ_HTTP_H
 
@@ -14,14 +14,22 @@ struct http_reply {
         size_t body_len;
 };
 
+/** Where to ask: with tls, the server's certificate is verified against
+ *  ca_file (NULL or "": the system's CAs) and host. */
+struct http_target {
+        const char *host, *port;
+        int tls;
+        const char *ca_file;
+};
+
 /**
- * GET path from host:port (HTTP/1.0, so the answer ends with the
- * connection), with "Authorization: Basic auth" when auth is not empty,
- * everything within timeout_ms. 0 with the status and body in *r (any
- * status), or -1 with why in err.
+ * GET path from t (HTTP/1.0, so the answer ends with the connection), with
+ * "Authorization: Basic auth" when auth is not empty, everything within
+ * timeout_ms. 0 with the status and body in *r (any status), or -1 with why
+ * in err.
  */
-int http_get(const char *host, const char *port, const char *path, const char *auth, int timeout_ms,
-             struct http_reply *r, char *err, size_t errsz) __attribute__((warn_unused_result));
+int http_get(const struct http_target *t, const char *path, const char *auth, int timeout_ms, struct http_reply *r,
+             char *err, size_t errsz) __attribute__((warn_unused_result));
 
 void http_reply_free(struct http_reply *r);
 

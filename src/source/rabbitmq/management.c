@@ -14,8 +14,9 @@
 #include "base/strbuf.h"
 #include "source/rabbitmq/http.h"
 
-/* http://[user:password@]host[:port][/path_prefix], split. */
+/* http[s]://[user:password@]host[:port][/path_prefix], split. */
 struct mgmt_url {
+        int tls;
         char host[256], port[8];
         char user[128];
         char auth[400]; /* base64 of user:password, "" without a login */
@@ -85,9 +86,9 @@ static int split_host(const char *s, size_t n, struct mgmt_url *u, char *err, si
         }
         memcpy(hp, s, n);
         hp[n] = '\0';
-        /* The plugin's own default port when none is written. */
+        /* The plugin's own default ports when none is written. */
         if (!strrchr(hp, ':') || (hp[0] == '[' && hp[n - 1] == ']'))
-                strcat(hp, ":15672");
+                strcat(hp, u->tls ? ":15671" : ":15672");
         if (hostport_split(hp, u->host, sizeof(u->host), u->port, sizeof(u->port), why, sizeof(why)) ||
             !*u->host) {
                 snprintf(err, errsz, "the management URL's host:port does not parse: %s", *u->host ? why : "no host");
@@ -98,14 +99,13 @@ static int split_host(const char *s, size_t n, struct mgmt_url *u, char *err, si
 
 static int parse_url(const char *url, struct mgmt_url *u, char *err, size_t errsz)
 {
-        static const char scheme[] = "http://";
         memset(u, 0, sizeof(*u));
-        if (strncmp(url, scheme, sizeof(scheme) - 1)) {
-                snprintf(err, errsz, "the management URL must be http://user:password@host:port (%s)",
-                         strncmp(url, "https://", 8) ? "no other scheme" : "https:// is not supported");
+        u->tls = !strncmp(url, "https://", 8);
+        if (!u->tls && strncmp(url, "http://", 7)) {
+                snprintf(err, errsz, "the management URL must be http[s]://user:password@host:port");
                 return -1;
         }
-        const char *a = url + sizeof(scheme) - 1, *slash = strchr(a, '/');
+        const char *a = url + (u->tls ? 8 : 7), *slash = strchr(a, '/');
         size_t alen = slash ? (size_t)(slash - a) : strlen(a);
         const char *at = NULL;
         for (size_t i = 0; i < alen; i++)
@@ -186,8 +186,8 @@ static int status_error(int status, const struct mgmt_url *u, const char *vhost,
         return -1;
 }
 
-int rmq_queue_retention_ms(const char *url, const char *vhost, const char *queue, struct rmq_queue_ttl *ttl,
-                           char *err, size_t errsz)
+int rmq_queue_retention_ms(const char *url, const char *ca_file, const char *vhost, const char *queue,
+                           struct rmq_queue_ttl *ttl, char *err, size_t errsz)
 {
         struct mgmt_url u;
         struct strbuf path = {0};
@@ -200,7 +200,8 @@ int rmq_queue_retention_ms(const char *url, const char *vhost, const char *queue
         pct_encode(&path, vhost);
         strbuf_adds(&path, "/");
         pct_encode(&path, queue);
-        if (http_get(u.host, u.port, path.p, u.auth, RMQ_MANAGEMENT_TIMEOUT_MS, &r, err, errsz))
+        struct http_target t = {u.host, u.port, u.tls, ca_file};
+        if (http_get(&t, path.p, u.auth, RMQ_MANAGEMENT_TIMEOUT_MS, &r, err, errsz))
                 goto out;
         if (r.status != 200)
                 status_error(r.status, &u, vhost, queue, err, errsz);

@@ -16,14 +16,15 @@ struct rmq_queue_ttl {
 
 /**
  * The message TTL of queue in vhost, as the management HTTP API at url says
- * (http://user:password@host:port[/path_prefix], the plugin's listener;
- * the user needs the monitoring, management or administrator tag): the
+ * (http[s]://user:password@host:port[/path_prefix], the plugin's listener;
+ * https verified against ca_file, NULL or "": the system's CAs; the user
+ * needs the monitoring, management or administrator tag): the
  * smaller of the queue's x-message-ttl argument and its effective policy's
  * message-ttl (the broker merges a policy and an operator policy into that).
  * The API's view of policies is its statistics', a few seconds behind a
  * change. 0, or -1 with why in err (never the password).
  */
-int rmq_queue_retention_ms(const char *url, const char *vhost, const char *queue, struct rmq_queue_ttl *ttl,
-                           char *err, size_t errsz) __attribute__((warn_unused_result));
+int rmq_queue_retention_ms(const char *url, const char *ca_file, const char *vhost, const char *queue,
+                           struct rmq_queue_ttl *ttl, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 #endif

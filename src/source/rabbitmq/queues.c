@@ -79,12 +79,12 @@ static void retention_unchecked(const char *queue, const struct retention_class 
 
 /* One queue's message TTL against its class: RMQ_CHECK_INVALID with the
  * message when the class is shorter; a TTL that cannot be read is said. */
-static enum rmq_check_rc queue_floor(const char *url, const char *vhost, const char *queue,
+static enum rmq_check_rc queue_floor(const struct config *cfg, const char *url, const char *vhost, const char *queue,
                                      const struct retention_class *c, char *err, size_t errsz)
 {
         struct rmq_queue_ttl ttl;
         char why[600];
-        if (rmq_queue_retention_ms(url, vhost, queue, &ttl, why, sizeof(why))) {
+        if (rmq_queue_retention_ms(url, cfg->rmq_ca_file, vhost, queue, &ttl, why, sizeof(why))) {
                 char said[700];
                 snprintf(said, sizeof(said), "could not read x-message-ttl nor the policy's message-ttl: %s", why);
                 retention_unchecked(queue, c, said);
@@ -109,7 +109,7 @@ enum rmq_check_rc rmq_queues_retention(const struct config *cfg, const char *url
                         retention_unchecked(cfg->topics[t].name, c,
                                             "AMQP does not show a queue's x-message-ttl argument nor a "
                                             "policy's message-ttl");
-                else if (queue_floor(url, vhost, cfg->topics[t].name, c, err, errsz) != RMQ_CHECK_OK)
+                else if (queue_floor(cfg, url, vhost, cfg->topics[t].name, c, err, errsz) != RMQ_CHECK_OK)
                         return RMQ_CHECK_INVALID;
         }
         return RMQ_CHECK_OK;

@@ -26,7 +26,8 @@ enum rmq_check_rc rmq_queues_check(const struct config *cfg, int log, char *err,
 /**
  * Each topic's retention class against its queue's message TTL (the smaller
  * of x-message-ttl and the effective policy's message-ttl; neither: for
- * ever), read from the management HTTP API at url: RMQ_CHECK_INVALID with
+ * ever), read from the management HTTP API at url (https: verified against
+ * rabbitmq.ca_file, the broker's CA, or the system's): RMQ_CHECK_INVALID with
  * the first class shorter, unless allow_shorter_than_topic. Without a url, or
  * when the API does not answer, each class is said (WARN) not to be checked.
  * rmq_queues_check runs it.
