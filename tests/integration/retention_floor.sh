@@ -132,6 +132,19 @@ grep -qF "could not read x-message-ttl nor the policy's message-ttl: TLS: the se
         fail "an untrusted certificate is not said: $(cat "$WORK/t_noca.rt")"
 log "ok: over https the certificate is verified (rabbitmq.ca_file): trusted, the lint refuses; not trusted, not checked and said"
 
+# A management API that takes the connection and never answers: given up after 5 s, said.
+"$BUILD/tests/blackhole" 60 >"$WORK/hole.port" &
+PIDS[hole]=$!
+for ((i = 0; i < 50; i++)); do [[ -s $WORK/hole.port ]] && break; sleep 0.1; done
+HOLE=$(cat "$WORK/hole.port")
+t0=$SECONDS
+RABBITMQ_MANAGEMENT_URL="http://guest:guest@127.0.0.1:$HOLE" lint t_hole "$WORK/p_short.yaml"
+assert_eq "$RC" 0 "the lint with a management API that never answers exits"
+((SECONDS - t0 <= 8)) || fail "the lint waited $((SECONDS - t0)) s for an API that never answers"
+grep -qF "could not read x-message-ttl nor the policy's message-ttl: 127.0.0.1:$HOLE: no complete answer in time" "$WORK/t_hole.rt" ||
+        fail "an API that never answers is not said: $(cat "$WORK/t_hole.rt")"
+log "ok: a management API that never answers: given up after $((SECONDS - t0)) s, not checked, said"
+
 BAD="Pw${$}nope"
 RABBITMQ_MANAGEMENT_URL=${RABBITMQ_MANAGEMENT_URL/guest@/$BAD@} lint p_login "$WORK/r_long.yaml"
 assert_eq "$RC" 0 "the lint with a refused login exits"
