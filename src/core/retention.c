@@ -79,34 +79,37 @@ void retention_tick(struct store *s, const struct config *cfg, int64_t now_ms)
                          st.more ? "; more to go, continuing" : "");
 }
 
-int retention_compare(const char *topic, const struct retention_class *c, int64_t retention_ms,
+/* "compact" alone keeps the last record of every Kafka key for ever. */
+static int compacted(const char *cleanup_policy)
+{
+        return cleanup_policy && strstr(cleanup_policy, "compact") && !strstr(cleanup_policy, "delete");
+}
+
+int retention_compare(const struct retention_holder *h, const struct retention_class *c, int64_t retention_ms,
                       const char *cleanup_policy, char *msg, size_t msgsz)
 {
         char keep[64], ret[64], diff[64];
-        /* "compact" alone keeps the last record of every Kafka key for ever */
-        int compacted = cleanup_policy && strstr(cleanup_policy, "compact") &&
-                        !strstr(cleanup_policy, "delete");
 
         if (c->allow_shorter_than_topic)
                 return 0;
         config_format_duration(c->keep_ms, keep, sizeof(keep));
-        if (compacted) {
+        if (compacted(cleanup_policy)) {
                 snprintf(msg, msgsz,
-                         "topic %s: retention class '%s' keeps keys %s but the topic is compacted "
+                         "%s %s: retention class '%s' keeps keys %s but the %s is compacted "
                          "(cleanup.policy=%s) and keeps the last message of every Kafka key for ever: "
-                         "a message still in the topic could be replayed after its key was purged — no "
+                         "a message still in the %s could be replayed after its key was purged — no "
                          "keep is long enough; set allow_shorter_than_topic: true if replaying it after "
                          "%s is acceptable",
-                         topic, c->name, keep, cleanup_policy, keep);
+                         h->kind, h->name, c->name, keep, h->kind, cleanup_policy, h->kind, keep);
                 return -1;
         }
         if (retention_ms < 0) {
                 snprintf(msg, msgsz,
-                         "topic %s: retention class '%s' keeps keys %s but the topic retains messages "
-                         "for ever (retention.ms=%" PRId64 "): a message still in the topic could be "
-                         "replayed after its key was purged — no keep is long enough; set "
-                         "allow_shorter_than_topic: true if replaying it after %s is acceptable",
-                         topic, c->name, keep, retention_ms, keep);
+                         "%s %s: retention class '%s' keeps keys %s but the %s retains messages "
+                         "for ever (%s): a message still in the %s could be replayed after its key was "
+                         "purged — no keep is long enough; set allow_shorter_than_topic: true if "
+                         "replaying it after %s is acceptable",
+                         h->kind, h->name, c->name, keep, h->kind, h->setting, h->kind, keep);
                 return -1;
         }
         if (c->keep_ms >= retention_ms)
@@ -114,10 +117,9 @@ int retention_compare(const char *topic, const struct retention_class *c, int64_
         config_format_duration(retention_ms, ret, sizeof(ret));
         config_format_duration(retention_ms - c->keep_ms, diff, sizeof(diff));
         snprintf(msg, msgsz,
-                 "topic %s: retention class '%s' keeps keys %s but the topic retains messages for %s "
-                 "(retention.ms=%" PRId64 "): a message still in the topic could be replayed after its "
-                 "key was purged — %s too short; set keep >= %s or allow_shorter_than_topic: true",
-                 topic, c->name, keep, ret, retention_ms, diff, ret);
+                 "%s %s: retention class '%s' keeps keys %s but the %s retains messages for %s "
+                 "(%s): a message still in the %s could be replayed after its key was purged — %s "
+                 "too short; set keep >= %s or allow_shorter_than_topic: true",
+                 h->kind, h->name, c->name, keep, h->kind, ret, h->setting, h->kind, diff, ret);
         return -1;
 }
-

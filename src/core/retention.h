@@ -46,12 +46,23 @@ int64_t retention_progress_keep_ms(const struct config *cfg);
 /* ---- topic retention check ---------------------------------------------- */
 
 /**
- * Compare a class with a topic's retention (retention_ms -1: infinite;
- * cleanup_policy may be NULL). Returns 0 when the class keeps keys at least
- * as long as the topic keeps messages (or allow_shorter_than_topic is set),
+ * What holds the messages, in the broker's words: kind "topic", "stream" or
+ * "queue"; its name; setting, how the broker states its retention, shown in
+ * parentheses ("retention.ms=604800000", "max_age 7d", "message TTL 7d").
+ */
+struct retention_holder {
+        const char *kind;
+        const char *name;
+        const char *setting;
+};
+
+/**
+ * Compare a class with what h keeps (retention_ms -1: for ever;
+ * cleanup_policy, Kafka's, may be NULL). Returns 0 when the class keeps keys
+ * at least as long as h keeps messages (or allow_shorter_than_topic is set),
  * -1 with a message saying which number is too small and by how much.
  */
-int retention_compare(const char *topic, const struct retention_class *c, int64_t retention_ms,
+int retention_compare(const struct retention_holder *h, const struct retention_class *c, int64_t retention_ms,
                       const char *cleanup_policy, char *msg, size_t msgsz);
 
 #endif

@@ -10,6 +10,7 @@
  * natstool stream  NAME SUBJECT...        create the stream (file storage), or keep it
  * natstool pub     SUBJECT [NAME:VALUE]... publish each stdin line, these headers on each, PubAck awaited
  * natstool lastseq STREAM SUBJECT         the subject's last stream sequence (0: none)
+ * natstool maxage  STREAM SECONDS         set the stream's max_age (0: unlimited)
  * natstool dump    STREAM SUBJECT         each message of the subject: seq, headers (name=value;...), data
  * natstool consumer STREAM NAME           ack_floor, delivered, pending, ack_pending, waiting (one a line)
  * The server is $NATS_URL; $NATS_TOKEN, if set, the token to connect with;
@@ -37,6 +38,23 @@ static int cmd_stream(jsCtx *js, int argc, char **argv)
         natsStatus s = js_AddStream(&si, js, &sc, NULL, &jerr);
         if (s != NATS_OK && jerr != JSStreamNameExistErr)
                 die("add stream", s);
+        jsStreamInfo_Destroy(si);
+        return 0;
+}
+
+static int cmd_maxage(jsCtx *js, int argc, char **argv)
+{
+        jsStreamInfo *si = NULL, *up = NULL;
+        jsErrCode jerr = 0;
+        if (argc != 2)
+                return 2;
+        natsStatus s = js_GetStreamInfo(&si, js, argv[0], NULL, &jerr);
+        if (s != NATS_OK)
+                die("stream info", s);
+        si->Config->MaxAge = strtoll(argv[1], NULL, 10) * 1000000000LL;
+        if ((s = js_UpdateStream(&up, js, si->Config, NULL, &jerr)) != NATS_OK)
+                die("update stream", s);
+        jsStreamInfo_Destroy(up);
         jsStreamInfo_Destroy(si);
         return 0;
 }
@@ -158,7 +176,7 @@ int main(int argc, char **argv)
         jsCtx *js = NULL;
         int rc = 2;
         if (argc < 2 || !url) {
-                fprintf(stderr, "usage: natstool stream|pub|lastseq|dump|consumer ARGS (NATS_URL set)\n");
+                fprintf(stderr, "usage: natstool stream|pub|maxage|lastseq|dump|consumer ARGS (NATS_URL set)\n");
                 return 2;
         }
         natsStatus s = natsOptions_Create(&o);
@@ -182,6 +200,8 @@ int main(int argc, char **argv)
                 rc = cmd_stream(js, argc - 2, argv + 2);
         else if (!strcmp(argv[1], "pub"))
                 rc = cmd_pub(js, argc - 2, argv + 2);
+        else if (!strcmp(argv[1], "maxage"))
+                rc = cmd_maxage(js, argc - 2, argv + 2);
         else if (!strcmp(argv[1], "lastseq"))
                 rc = cmd_lastseq(js, argc - 2, argv + 2);
         else if (!strcmp(argv[1], "dump"))

@@ -1,5 +1,6 @@
 /* test_retention: how long keys live — the seed's storage arithmetic, the
  * rate an operator types, and a class shorter than its topic's retention. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -125,6 +126,7 @@ struct compare_case {
         const char *policy;
         const char *want; /* NULL: accepted; otherwise a phrase (or the whole message) */
         int exact;
+        const char *kind, *setting; /* NULL: a Kafka topic, retention.ms=<retention_ms> */
 };
 
 static const struct compare_case compare_cases[] = {
@@ -132,18 +134,27 @@ static const struct compare_case compare_cases[] = {
          "topic payments: retention class 'notify' keeps keys 1d but the topic retains messages for "
          "7d (retention.ms=604800000): a message still in the topic could be replayed after its key "
          "was purged — 6d too short; set keep >= 7d or allow_shorter_than_topic: true",
-         1},
-        {"compare: 1d under 7d, allowed", DAY, 1, 7 * DAY, "delete", NULL, 0},
-        {"compare: equal is enough", 7 * DAY, 0, 7 * DAY, "delete", NULL, 0},
-        {"compare: longer is fine", 30 * DAY, 0, 7 * DAY, NULL, NULL, 0},
+         1, NULL, NULL},
+        {"compare: 1d under 7d, allowed", DAY, 1, 7 * DAY, "delete", NULL, 0, NULL, NULL},
+        {"compare: equal is enough", 7 * DAY, 0, 7 * DAY, "delete", NULL, 0, NULL, NULL},
+        {"compare: longer is fine", 30 * DAY, 0, 7 * DAY, NULL, NULL, 0, NULL, NULL},
         {"compare: short by hours and minutes", 2 * DAY, 0, 2 * DAY + 90 * 60000, "delete",
-         "1h 30m too short; set keep >= 2d 1h 30m", 0},
+         "1h 30m too short; set keep >= 2d 1h 30m", 0, NULL, NULL},
         {"compare: an infinite topic", 30 * DAY, 0, -1, "delete",
-         "retains messages for ever (retention.ms=-1)", 0},
-        {"compare: an infinite topic, allowed", 30 * DAY, 1, -1, "delete", NULL, 0},
+         "retains messages for ever (retention.ms=-1)", 0, NULL, NULL},
+        {"compare: an infinite topic, allowed", 30 * DAY, 1, -1, "delete", NULL, 0, NULL, NULL},
         {"compare: a compacted topic keeps messages for ever", 30 * DAY, 0, 7 * DAY, "compact",
-         "compacted (cleanup.policy=compact)", 0},
-        {"compare: compact,delete honours retention.ms", 7 * DAY, 0, 7 * DAY, "compact,delete", NULL, 0},
+         "compacted (cleanup.policy=compact)", 0, NULL, NULL},
+        {"compare: compact,delete honours retention.ms", 7 * DAY, 0, 7 * DAY, "compact,delete", NULL, 0,
+         NULL, NULL},
+        {"compare: a stream, in its own words (the whole message)", 30 * 60000, 0, 3600000, NULL,
+         "stream payments: retention class 'notify' keeps keys 30m but the stream retains messages for "
+         "1h (max_age 1h): a message still in the stream could be replayed after its key was purged — "
+         "30m too short; set keep >= 1h or allow_shorter_than_topic: true",
+         1, "stream", "max_age 1h"},
+        {"compare: a queue without a TTL keeps messages for ever", DAY, 0, -1, NULL,
+         "queue payments: retention class 'notify' keeps keys 1d but the queue retains messages for ever "
+         "(no message TTL)", 0, "queue", "no message TTL"},
 };
 
 static void test_compare_case(void **state)
@@ -151,8 +162,10 @@ static void test_compare_case(void **state)
         const struct compare_case *c = *state;
         struct retention_class rc = {.name = "notify", .keep_ms = c->keep_ms,
                                      .allow_shorter_than_topic = c->allow};
-        char msg[1024] = "";
-        int got = retention_compare("payments", &rc, c->retention_ms, c->policy, msg, sizeof(msg));
+        char msg[1024] = "", setting[64];
+        snprintf(setting, sizeof(setting), "retention.ms=%" PRId64, c->retention_ms);
+        struct retention_holder h = {c->kind ? c->kind : "topic", "payments", c->setting ? c->setting : setting};
+        int got = retention_compare(&h, &rc, c->retention_ms, c->policy, msg, sizeof(msg));
         if (!c->want) {
                 if (got)
                         fail_msg("refused: %s", msg);

@@ -323,7 +323,10 @@ static void check_retention(struct check *ck, const struct topic_conf *t, const 
                 say(ck, TOPICS_WARN, c->line, c->col, msg);
                 return;
         }
-        if (retention_compare(t->name, c, ms, src->policy[0] ? src->policy : NULL, msg, sizeof(msg)))
+        char setting[64];
+        snprintf(setting, sizeof(setting), "retention.ms=%lld", ms);
+        struct retention_holder h = {"topic", t->name, setting};
+        if (retention_compare(&h, c, ms, src->policy[0] ? src->policy : NULL, msg, sizeof(msg)))
                 say(ck, TOPICS_ERROR, c->line, c->col, msg);
         else
                 log_debug("topics", "topic %s: retention.ms=%lld, class '%s' keeps keys long enough", t->name,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "core/retention.h"
 #include "source/nats/settings.h"
 
 static enum nats_check_rc failed(natsStatus s, jsErrCode jerr, const char *what, char *err, size_t errsz)
@@ -15,13 +16,12 @@ static enum nats_check_rc failed(natsStatus s, jsErrCode jerr, const char *what,
         return nats_link_unreachable(s) ? NATS_CHECK_UNREACHABLE : NATS_CHECK_FAILED;
 }
 
-enum nats_check_rc nats_stream_check(struct nats_link *l, const struct config *cfg, uint64_t *last_seq, char *err,
-                                     size_t errsz)
+static enum nats_check_rc stream_info(struct nats_link *l, const struct config *cfg, jsStreamInfo **si, char *err,
+                                      size_t errsz)
 {
-        jsStreamInfo *si = NULL;
         jsErrCode jerr = 0;
         char what[320];
-        natsStatus s = js_GetStreamInfo(&si, l->js, nats_conf(cfg)->stream, NULL, &jerr);
+        natsStatus s = js_GetStreamInfo(si, l->js, nats_conf(cfg)->stream, NULL, &jerr);
         if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
                 snprintf(err, errsz, "nats.stream %s does not exist on %s: create it (its subjects must include "
                                      "every topics[].name)",
@@ -32,10 +32,73 @@ enum nats_check_rc nats_stream_check(struct nats_link *l, const struct config *c
                 snprintf(what, sizeof(what), "stream %s on %s", nats_conf(cfg)->stream, l->server);
                 return failed(s, jerr, what, err, errsz);
         }
+        return NATS_CHECK_OK;
+}
+
+int64_t nats_stream_retention_ms(const jsStreamInfo *si)
+{
+        int64_t ns = si->Config ? si->Config->MaxAge : 0;
+        if (ns <= 0)
+                return -1;
+        return (ns + 999999) / 1000000; /* a part of a millisecond still keeps the message */
+}
+
+/* The stream's retention in its own words: "max_age 1h", or unlimited. */
+static const char *max_age_words(int64_t ms, char *buf, size_t bufsz)
+{
+        char d[64];
+        if (ms < 0) {
+                snprintf(buf, bufsz, "max_age 0, unlimited");
+                return buf;
+        }
+        config_format_duration(ms, d, sizeof(d));
+        snprintf(buf, bufsz, "max_age %s", d);
+        return buf;
+}
+
+/* Every topic's retention class keeps its keys as long as the stream keeps
+ * messages: the first that does not in err. */
+static enum nats_check_rc retention_floor(const struct config *cfg, const jsStreamInfo *si, char *err, size_t errsz)
+{
+        int64_t ms = nats_stream_retention_ms(si);
+        char said[96];
+        struct retention_holder h = {"stream", nats_conf(cfg)->stream, max_age_words(ms, said, sizeof(said))};
+        for (size_t t = 0; t < cfg->topic_cnt; t++) {
+                const struct retention_class *c = cfg->topics[t].retention;
+                if (c && retention_compare(&h, c, ms, NULL, err, errsz))
+                        return NATS_CHECK_FAILED;
+                if (c)
+                        log_debug("nats", "stream %s: %s, class '%s' of subject %s keeps keys long enough",
+                                  nats_conf(cfg)->stream, said, c->name, cfg->topics[t].name);
+        }
+        return NATS_CHECK_OK;
+}
+
+static enum nats_check_rc stream_read(struct nats_link *l, const struct config *cfg, int floor, uint64_t *last_seq,
+                                      char *err, size_t errsz)
+{
+        jsStreamInfo *si = NULL;
+        enum nats_check_rc rc = stream_info(l, cfg, &si, err, errsz);
+        if (rc != NATS_CHECK_OK)
+                return rc;
+        if (floor)
+                rc = retention_floor(cfg, si, err, errsz);
         if (last_seq)
                 *last_seq = si->State.LastSeq;
         jsStreamInfo_Destroy(si);
-        return NATS_CHECK_OK;
+        return rc;
+}
+
+enum nats_check_rc nats_stream_check(struct nats_link *l, const struct config *cfg, uint64_t *last_seq, char *err,
+                                     size_t errsz)
+{
+        return stream_read(l, cfg, 1, last_seq, err, errsz);
+}
+
+enum nats_check_rc nats_stream_lookup(struct nats_link *l, const struct config *cfg, uint64_t *last_seq, char *err,
+                                      size_t errsz)
+{
+        return stream_read(l, cfg, 0, last_seq, err, errsz);
 }
 
 /* Create topic t's consumer: explicit acks (each message acknowledged after

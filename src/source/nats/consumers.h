@@ -14,9 +14,24 @@ enum nats_check_rc {
         NATS_CHECK_FAILED,      /* an answer that will not change (the stream is missing) */
 };
 
-/** nats.stream exists; its last sequence in *last_seq (may be NULL). */
+/**
+ * nats.stream exists, and every topic's retention class keeps keys at least
+ * as long as the stream keeps messages (its max_age; 0 keeps them for ever)
+ * unless allow_shorter_than_topic: NATS_CHECK_FAILED with the first class
+ * too short. Its last sequence in *last_seq (may be NULL). Run at start-up
+ * and by dedupctl check.
+ */
 enum nats_check_rc nats_stream_check(struct nats_link *l, const struct config *cfg, uint64_t *last_seq, char *err,
                                      size_t errsz);
+
+/** nats.stream exists (its retention not compared): for a reconnection,
+ *  where a stream changed meanwhile must not stop consuming. */
+enum nats_check_rc nats_stream_lookup(struct nats_link *l, const struct config *cfg, uint64_t *last_seq, char *err,
+                                      size_t errsz);
+
+/** How long the stream keeps messages, in milliseconds: its max_age
+ *  (rounded up), or -1 for ever (max_age 0). */
+int64_t nats_stream_retention_ms(const jsStreamInfo *si);
 
 /**
  * Topic t's consumer, so that it delivers everything not yet acknowledged.

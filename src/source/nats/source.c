@@ -215,7 +215,7 @@ static int settle(struct nats_source *n, char *err, size_t errsz)
                 parts[t] = (struct pl_part){t, 0};
                 start[t] = -1;
         }
-        if (nats_stream_check(n->link, n->cfg, NULL, err, errsz) != NATS_CHECK_OK)
+        if (nats_stream_lookup(n->link, n->cfg, NULL, err, errsz) != NATS_CHECK_OK)
                 return -1;
         n->ev.assigned(n->ev.opaque, parts, cnt, start);
         for (size_t t = 0; t < cnt; t++) {

@@ -56,6 +56,15 @@ const char *rmq_target(const struct config *cfg, char *buf, size_t bufsz)
         return buf;
 }
 
+const char *rmq_vhost(const struct config *cfg, char *buf, size_t bufsz)
+{
+        struct amqp_connection_info info;
+        char *copy;
+        snprintf(buf, bufsz, "%s", parse(rmq_conf(cfg)->url, &info, &copy) ? "/" : info.vhost);
+        free(copy);
+        return buf;
+}
+
 int rmq_reply(amqp_rpc_reply_t r, const char *what, int *code, char *err, size_t errsz)
 {
         char text[256];

@@ -15,6 +15,9 @@
  *  what every "cannot reach the broker" message names. */
 const char *rmq_target(const struct config *cfg, char *buf, size_t bufsz);
 
+/** The vhost rabbitmq.url names ("/" by default), into buf. */
+const char *rmq_vhost(const struct config *cfg, char *buf, size_t bufsz);
+
 /** 0 when url parses as amqp:// or amqps://, else -1 with why. */
 int rmq_url_check(const char *url, char *err, size_t errsz);
 
