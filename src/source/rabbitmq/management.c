@@ -194,8 +194,8 @@ static int status_error(const struct mgmt_get *g, const char *vhost, const char 
         if (g->status == 401)
                 snprintf(err, errsz,
                          "the management API at %s refused user '%s' (401): a wrong password, or a user "
-                         "without the monitoring, management or administrator tag",
-                         g->shown, g->user ? g->user : "");
+                         "without the monitoring, management or administrator tag or without access to vhost '%s'",
+                         g->shown, g->user ? g->user : "", vhost);
         else if (g->status == 404)
                 snprintf(err, errsz, "the management API at %s knows no queue '%s' in vhost '%s' (404)", g->shown,
                          queue, vhost);
