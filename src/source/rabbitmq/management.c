@@ -52,12 +52,13 @@ static void mgmt_get_free(struct mgmt_get *g)
 static size_t keep_body(char *data, size_t size, size_t n, void *arg)
 {
         struct mgmt_get *g = arg;
-        if (g->body.len + n > MGMT_REPLY_MAX) {
+        size_t len = size * n; /* size is 1, as curl documents */
+        if (g->body.len + len > MGMT_REPLY_MAX) {
                 g->too_large = 1;
                 return 0;
         }
-        strbuf_add(&g->body, data, n);
-        return n;
+        strbuf_add(&g->body, data, len);
+        return len;
 }
 
 /* base's path (its prefix, trailing "/" dropped) + "/api/queues/VHOST/QUEUE",
