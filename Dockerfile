@@ -5,7 +5,7 @@
 FROM debian:12 AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config \
-      librdkafka-dev libpq-dev libyaml-dev libjansson-dev libssl-dev \
+      librdkafka-dev libpq-dev libyaml-dev libjansson-dev libssl-dev libcurl4-openssl-dev \
       libmicrohttpd-dev libsystemd-dev libnats-dev librabbitmq-dev libunistring-dev && \
     rm -rf /var/lib/apt/lists/*
 COPY . /src
@@ -18,10 +18,11 @@ RUN cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DDEDUPD_TESTS=O
 FROM debian:12
 # The libraries the binaries and handlers link (container.sh compares this list
 # with what they need; libmicrohttpd and libsystemd serve /metrics and
-# sd_notify, libnats the NATS JetStream source), and curl for the compose
+# sd_notify, libnats the NATS JetStream source, libcurl4 the RabbitMQ management
+# API), and curl for the compose
 # healthcheck on /readyz.
 RUN apt-get update && apt-get install -y --no-install-recommends \
-      librdkafka1 libpq5 libyaml-0-2 libjansson4 libssl3 libmicrohttpd12 libsystemd0 libnats3.4 librabbitmq4 libunistring2 curl && \
+      librdkafka1 libpq5 libyaml-0-2 libjansson4 libssl3 libmicrohttpd12 libsystemd0 libnats3.4 librabbitmq4 libunistring2 libcurl4 curl && \
     rm -rf /var/lib/apt/lists/* && \
     useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin dedupd
 COPY --from=build /stage/usr/local /usr/local

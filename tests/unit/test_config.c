@@ -308,6 +308,31 @@ static void rabbitmq_config_defaults(void **state)
         config_free(cfg);
 }
 
+#define Y_RMQ_WITH(extra)                                                                                      \
+        "namespace: svc\npostgres: {conninfo: \"dbname=x\"}\nsource: rabbitmq\nrabbitmq:\n"                      \
+        "  url: amqp://u:p@h:5672/v\n" extra                                                                     \
+        "topics:\n  - {name: q, key: {subject: \"{json:id}\"}, handler: {path: h.so}}\n"
+/* rabbitmq.management_url: "" by default (the TTLs are not checked); set, it
+ * loads as written and config_dump shows it set, never its password. */
+static void rabbitmq_management_url_is_secret(void **state)
+{
+        (void)state;
+        struct config *cfg = load_ok(Y_RMQ_WITH(""));
+        assert_string_equal(rmq_conf(cfg)->management_url, "");
+        config_free(cfg);
+        cfg = load_ok(Y_RMQ_WITH("  management_url: \"https://mon:Mgmt5ecret@h:15671/rmq\"\n"));
+        assert_string_equal(rmq_conf(cfg)->management_url, "https://mon:Mgmt5ecret@h:15671/rmq");
+        char *dump = NULL;
+        size_t len = 0;
+        FILE *fp = open_memstream(&dump, &len);
+        config_dump(cfg, fp);
+        fclose(fp);
+        assert_non_null(strstr(dump, "rabbitmq.management_url: (set, not shown)\n"));
+        assert_null(strstr(dump, "Mgmt5ecret"));
+        free(dump);
+        config_free(cfg);
+}
+
 static void env_substitution(void **state)
 {
         setenv("DEDUPD_TEST_HOST", "db.internal", 1);
@@ -425,6 +450,9 @@ static const struct err_case err_cases[] = {
         {"error: source rabbitmq with a url that is not AMQP",
          "namespace: svc\n" Y_PG "source: rabbitmq\nrabbitmq:\n  url: http://h/\n" Y_TOPICS, 1,
          "t.yaml:5:1: rabbitmq.url: not an AMQP URL", NULL, NULL},
+        {"error: a rabbitmq.management_url that is not http[s]",
+         Y_RMQ_HEAD "  management_url: amqp://g:Pw9@h:15672\n" Y_TOPICS, 1,
+         "t.yaml:5:1: rabbitmq.management_url: not an http[s]://user:password@host:port[/prefix] URL", NULL, NULL},
         {"error: a rabbitmq section under source kafka",
          Y_HEAD "rabbitmq:\n  url: amqp://h\n" Y_TOPICS, 1,
          "t.yaml:7:1: rabbitmq: is used only with source: rabbitmq (this config consumes Kafka)", NULL, NULL},
@@ -1288,6 +1316,7 @@ int main(void)
                 cmocka_unit_test(valid_full_config),
                 cmocka_unit_test(minimal_config_defaults),
                 cmocka_unit_test(rabbitmq_config_defaults),
+                cmocka_unit_test(rabbitmq_management_url_is_secret),
                 cmocka_unit_test(workers_where_they_can_run),
                 cmocka_unit_test(limits_payload_inherited_or_own),
                 cmocka_unit_test(env_substitution),

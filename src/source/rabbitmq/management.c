@@ -1,129 +1,150 @@
-/* management: the RabbitMQ management plugin's HTTP API, for what AMQP does not show — a queue's message TTL, from its arguments and its effective policy. */
+/* management: the RabbitMQ management plugin's HTTP API through libcurl, for what AMQP does not show — a queue's message TTL, from its arguments and its effective policy. */
 #include "source/rabbitmq/management.h"
 
-#include <ctype.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <curl/curl.h>
 #include <jansson.h>
-#include <openssl/evp.h>
 
-#include "base/hostport.h"
 #include "base/strbuf.h"
-#include "source/rabbitmq/http.h"
 
-/* http[s]://[user:password@]host[:port][/path_prefix], split. */
-struct mgmt_url {
-        int tls;
-        char host[256], port[8];
-        char user[128];
-        char auth[400]; /* base64 of user:password, "" without a login */
-        char prefix[256];
+/* Answers larger than this are refused (a queue object is a few kB). */
+#define MGMT_REPLY_MAX (1024 * 1024)
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_ready = CURLE_FAILED_INIT;
+
+/* libcurl's global state (and the TLS library's under it), set up before
+ * the first handle and given back at exit, when no handle is left. */
+static void curl_start(void)
+{
+        curl_ready = curl_global_init(CURL_GLOBAL_DEFAULT);
+        if (curl_ready == CURLE_OK)
+                atexit(curl_global_cleanup);
+}
+
+/* One GET of a queue: where (the URL, and the same without its password,
+ * all a message may name), who asks, and what came back. */
+struct mgmt_get {
+        char *url;      /* for CURLOPT_URL: holds the password */
+        char *shown;    /* the URL without its password */
+        char *user;     /* decoded, NULL without a login */
+        char *password; /* decoded, NULL without one: to keep it out of curl's words too */
+        struct strbuf body;
+        int too_large;
+        long status;
 };
 
-/* %XX decoded into out (at most outsz - 1 bytes). */
-static int pct_decode(const char *s, size_t n, char *out, size_t outsz)
+static void mgmt_get_free(struct mgmt_get *g)
 {
-        size_t o = 0;
-        for (size_t i = 0; i < n; i++) {
-                char c = s[i];
-                if (c == '%' && i + 2 < n && isxdigit((unsigned char)s[i + 1]) &&
-                    isxdigit((unsigned char)s[i + 2])) {
-                        char hex[3] = {s[i + 1], s[i + 2], 0};
-                        c = (char)strtol(hex, NULL, 16);
-                        i += 2;
-                }
-                if (o + 1 >= outsz)
-                        return -1;
-                out[o++] = c;
-        }
-        out[o] = '\0';
-        return 0;
+        curl_free(g->url);
+        curl_free(g->shown);
+        curl_free(g->user);
+        curl_free(g->password);
+        free(g->body.p);
 }
 
-/* Everything but RFC 3986's unreserved characters as %XX: "/" is vhost "%2F". */
-static void pct_encode(struct strbuf *b, const char *s)
+/* The answer's body, refused past MGMT_REPLY_MAX (curl then fails the transfer). */
+static size_t keep_body(char *data, size_t size, size_t n, void *arg)
 {
-        char hex[4];
-        for (; *s; s++) {
-                unsigned char c = (unsigned char)*s;
-                if (isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-                        strbuf_add(b, s, 1);
-                        continue;
-                }
-                snprintf(hex, sizeof(hex), "%%%02X", c);
-                strbuf_adds(b, hex);
+        struct mgmt_get *g = arg;
+        size_t len = size * n; /* size is 1, as curl documents */
+        if (g->body.len + len > MGMT_REPLY_MAX) {
+                g->too_large = 1;
+                return 0;
         }
+        strbuf_add(&g->body, data, len);
+        return len;
 }
 
-static int split_login(const char *s, size_t n, struct mgmt_url *u, char *err, size_t errsz)
+/* base's path (its prefix, trailing "/" dropped) + "/api/queues/VHOST/QUEUE",
+ * both %-encoded by curl ("/" is vhost "%2F"). */
+static int set_queue_path(CURL *h, CURLU *u, const char *vhost, const char *queue)
 {
-        char login[300], pass[200];
-        const char *colon = memchr(s, ':', n);
-        size_t ulen = colon ? (size_t)(colon - s) : n;
-        if (pct_decode(s, ulen, u->user, sizeof(u->user)) ||
-            pct_decode(colon ? colon + 1 : "", colon ? n - ulen - 1 : 0, pass, sizeof(pass))) {
-                snprintf(err, errsz, "the management URL's user or password is too long");
-                return -1;
+        char *prefix = NULL, *v = curl_easy_escape(h, vhost, 0), *q = curl_easy_escape(h, queue, 0);
+        struct strbuf path = {0};
+        int rc = -1;
+        if (v && q && curl_url_get(u, CURLUPART_PATH, &prefix, 0) == CURLUE_OK) {
+                size_t n = strlen(prefix);
+                while (n && prefix[n - 1] == '/')
+                        n--;
+                strbuf_add(&path, prefix, n);
+                strbuf_adds(&path, "/api/queues/");
+                strbuf_adds(&path, v);
+                strbuf_adds(&path, "/");
+                strbuf_adds(&path, q);
+                rc = curl_url_set(u, CURLUPART_PATH, path.p, 0) == CURLUE_OK ? 0 : -1;
         }
-        int len = snprintf(login, sizeof(login), "%s:%s", u->user, pass);
-        if (len < 0 || (size_t)len >= sizeof(login) || (size_t)len * 4 / 3 + 4 >= sizeof(u->auth)) {
-                snprintf(err, errsz, "the management URL's user or password is too long");
-                return -1;
-        }
-        EVP_EncodeBlock((unsigned char *)u->auth, (const unsigned char *)login, len);
-        return 0;
+        curl_free(prefix);
+        curl_free(v);
+        curl_free(q);
+        free(path.p);
+        return rc;
 }
 
-static int split_host(const char *s, size_t n, struct mgmt_url *u, char *err, size_t errsz)
+/* The URL as curl will ask it, and as a message may name it (its password removed). */
+static int take_urls(CURLU *u, struct mgmt_get *g)
 {
-        char hp[300], why[200];
-        if (n >= sizeof(hp) - 7) {
-                snprintf(err, errsz, "the management URL's host is too long");
-                return -1;
-        }
-        memcpy(hp, s, n);
-        hp[n] = '\0';
-        /* The plugin's own default ports when none is written. */
-        if (!strrchr(hp, ':') || (hp[0] == '[' && hp[n - 1] == ']'))
-                strcat(hp, u->tls ? ":15671" : ":15672");
-        if (hostport_split(hp, u->host, sizeof(u->host), u->port, sizeof(u->port), why, sizeof(why)) ||
-            !*u->host) {
-                snprintf(err, errsz, "the management URL's host:port does not parse: %s", *u->host ? why : "no host");
-                return -1;
-        }
-        return 0;
+        CURLU *shown = curl_url_dup(u);
+        int rc = -1;
+        curl_url_get(u, CURLUPART_USER, &g->user, CURLU_URLDECODE);
+        curl_url_get(u, CURLUPART_PASSWORD, &g->password, CURLU_URLDECODE);
+        if (shown && curl_url_set(shown, CURLUPART_PASSWORD, NULL, 0) == CURLUE_OK &&
+            curl_url_get(u, CURLUPART_URL, &g->url, 0) == CURLUE_OK &&
+            curl_url_get(shown, CURLUPART_URL, &g->shown, 0) == CURLUE_OK)
+                rc = 0;
+        curl_url_cleanup(shown);
+        return rc;
 }
 
-static int parse_url(const char *url, struct mgmt_url *u, char *err, size_t errsz)
+/* url's base (http[s]://user:password@host:port[/prefix]) to this queue's
+ * API path: 0, or -1 with why (never the URL: it holds the password). */
+static int build_urls(CURL *h, const char *url, const char *vhost, const char *queue, struct mgmt_get *g, char *err,
+                      size_t errsz)
 {
-        memset(u, 0, sizeof(*u));
-        u->tls = !strncmp(url, "https://", 8);
-        if (!u->tls && strncmp(url, "http://", 7)) {
-                snprintf(err, errsz, "the management URL must be http[s]://user:password@host:port");
-                return -1;
-        }
-        const char *a = url + (u->tls ? 8 : 7), *slash = strchr(a, '/');
-        size_t alen = slash ? (size_t)(slash - a) : strlen(a);
-        const char *at = NULL;
-        for (size_t i = 0; i < alen; i++)
-                if (a[i] == '@')
-                        at = a + i;
-        if (at && split_login(a, (size_t)(at - a), u, err, errsz))
-                return -1;
-        if (at) {
-                alen -= (size_t)(at + 1 - a);
-                a = at + 1;
-        }
-        if (split_host(a, alen, u, err, errsz))
-                return -1;
-        snprintf(u->prefix, sizeof(u->prefix), "%s", slash ? slash : "");
-        size_t pl = strlen(u->prefix);
-        while (pl && u->prefix[pl - 1] == '/')
-                u->prefix[--pl] = '\0';
-        return 0;
+        CURLU *u = curl_url();
+        CURLUcode uc = u ? curl_url_set(u, CURLUPART_URL, url, 0) : CURLUE_OUT_OF_MEMORY;
+        int rc = -1;
+        if (uc != CURLUE_OK)
+                snprintf(err, errsz, "rabbitmq.management_url is not an http[s]://user:password@host:port URL: %s",
+                         curl_url_strerror(uc));
+        else if (set_queue_path(h, u, vhost, queue) || take_urls(u, g))
+                snprintf(err, errsz, "rabbitmq.management_url: cannot build the URL of queue '%s'", queue);
+        else
+                rc = 0;
+        curl_url_cleanup(u);
+        return rc;
+}
+
+/* A GET of g->url, within RMQ_MANAGEMENT_TIMEOUT_MS, http or https only, no redirect followed. */
+static void set_options(CURL *h, struct mgmt_get *g, const char *ca_file, char *errbuf)
+{
+        curl_easy_setopt(h, CURLOPT_URL, g->url);
+        curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)RMQ_MANAGEMENT_TIMEOUT_MS);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, keep_body);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, g);
+        curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+        if (ca_file && *ca_file)
+                curl_easy_setopt(h, CURLOPT_CAINFO, ca_file);
+}
+
+/* Why the transfer failed, in curl's words (its error buffer, else its
+ * code's), the URL named without the password. */
+static void transfer_error(const struct mgmt_get *g, CURLcode rc, const char *errbuf, char *err, size_t errsz)
+{
+        const char *why = *errbuf ? errbuf : curl_easy_strerror(rc);
+        if (g->too_large)
+                why = "the answer is larger than 1 MB";
+        else if (g->password && *g->password && strstr(why, g->password))
+                why = curl_easy_strerror(rc);
+        snprintf(err, errsz, "the management API at %s: %s", g->shown, why);
 }
 
 /* The integer at obj.key, or -1 when absent (a policy with no message-ttl, no policy at all: null or {}). */
@@ -152,7 +173,7 @@ static void ttl_words(struct rmq_queue_ttl *t, int64_t arg, int64_t pol, const c
 static int read_queue(const char *body, size_t len, struct rmq_queue_ttl *t, char *err, size_t errsz)
 {
         json_error_t je;
-        json_t *q = json_loadb(body, len, 0, &je);
+        json_t *q = json_loadb(body ? body : "", len, 0, &je);
         if (!json_is_object(q)) {
                 snprintf(err, errsz, "the management API's answer is not a JSON object: %s", je.text);
                 json_decref(q);
@@ -169,46 +190,55 @@ static int read_queue(const char *body, size_t len, struct rmq_queue_ttl *t, cha
         return 0;
 }
 
-static int status_error(int status, const struct mgmt_url *u, const char *vhost, const char *queue, char *err,
-                        size_t errsz)
+static int status_error(const struct mgmt_get *g, const char *vhost, const char *queue, char *err, size_t errsz)
 {
-        if (status == 401)
+        if (g->status == 401)
                 snprintf(err, errsz,
-                         "the management API at %s:%s refused user '%s' (401): a wrong password, or a user "
-                         "without the monitoring, management or administrator tag",
-                         u->host, u->port, u->user);
-        else if (status == 404)
-                snprintf(err, errsz, "the management API at %s:%s knows no queue '%s' in vhost '%s' (404)", u->host,
-                         u->port, queue, vhost);
+                         "the management API at %s refused user '%s' (401): a wrong password, or a user "
+                         "without the monitoring, management or administrator tag or without access to vhost '%s'",
+                         g->shown, g->user ? g->user : "", vhost);
+        else if (g->status == 404)
+                snprintf(err, errsz, "the management API at %s knows no queue '%s' in vhost '%s' (404)", g->shown,
+                         queue, vhost);
         else
-                snprintf(err, errsz, "the management API at %s:%s answered HTTP %d for queue '%s'", u->host, u->port,
-                         status, queue);
+                snprintf(err, errsz, "the management API at %s answered HTTP %ld for queue '%s'", g->shown, g->status,
+                         queue);
         return -1;
+}
+
+/* The GET itself, on h: 0 with g->status and g->body, or -1 with why. */
+static int perform(CURL *h, struct mgmt_get *g, const char *ca_file, char *err, size_t errsz)
+{
+        char errbuf[CURL_ERROR_SIZE] = "";
+        set_options(h, g, ca_file, errbuf);
+        CURLcode rc = curl_easy_perform(h);
+        if (rc != CURLE_OK) {
+                transfer_error(g, rc, errbuf, err, errsz);
+                return -1;
+        }
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &g->status);
+        return 0;
 }
 
 int rmq_queue_retention_ms(const char *url, const char *ca_file, const char *vhost, const char *queue,
                            struct rmq_queue_ttl *ttl, char *err, size_t errsz)
 {
-        struct mgmt_url u;
-        struct strbuf path = {0};
-        struct http_reply r = {0};
+        struct mgmt_get g = {0};
+        CURL *h = NULL;
         int rc = -1;
-        if (parse_url(url, &u, err, errsz))
+        pthread_once(&curl_once, curl_start);
+        if (curl_ready != CURLE_OK || !(h = curl_easy_init())) {
+                snprintf(err, errsz, "libcurl does not start: %s", curl_easy_strerror(curl_ready));
                 return -1;
-        strbuf_adds(&path, u.prefix);
-        strbuf_adds(&path, "/api/queues/");
-        pct_encode(&path, vhost);
-        strbuf_adds(&path, "/");
-        pct_encode(&path, queue);
-        struct http_target t = {u.host, u.port, u.tls, ca_file};
-        if (http_get(&t, path.p, u.auth, RMQ_MANAGEMENT_TIMEOUT_MS, &r, err, errsz))
+        }
+        if (build_urls(h, url, vhost, queue, &g, err, errsz) || perform(h, &g, ca_file, err, errsz))
                 goto out;
-        if (r.status != 200)
-                status_error(r.status, &u, vhost, queue, err, errsz);
+        if (g.status != 200)
+                status_error(&g, vhost, queue, err, errsz);
         else
-                rc = read_queue(r.body, r.body_len, ttl, err, errsz);
+                rc = read_queue(g.body.p, g.body.len, ttl, err, errsz);
 out:
-        free(path.p);
-        http_reply_free(&r);
+        curl_easy_cleanup(h);
+        mgmt_get_free(&g);
         return rc;
 }

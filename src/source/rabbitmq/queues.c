@@ -54,12 +54,11 @@ static enum rmq_check_rc check_exchange(amqp_connection_state_t conn, amqp_chann
         return RMQ_CHECK_OK;
 }
 
-/* rabbitmq.management_url is not a setting yet (the config is being
- * reworked): until it is, no queue's message TTL can be read. */
+/* rabbitmq.management_url, NULL when not set: no queue's message TTL can be read. */
 static const char *management_url(const struct config *cfg)
 {
-        (void)cfg;
-        return NULL;
+        const char *url = rmq_conf(cfg)->management_url;
+        return url && *url ? url : NULL;
 }
 
 /* AMQP shows neither a queue's x-message-ttl argument nor a policy's
@@ -109,7 +108,8 @@ enum rmq_check_rc rmq_queues_retention(const struct config *cfg, const char *url
                 if (!url || !*url)
                         retention_unchecked(cfg->topics[t].name, c,
                                             "AMQP does not show a queue's x-message-ttl argument nor a "
-                                            "policy's message-ttl");
+                                            "policy's message-ttl; set rabbitmq.management_url to read them "
+                                            "from the management API");
                 else if (queue_floor(cfg, url, vhost, cfg->topics[t].name, c, err, errsz) != RMQ_CHECK_OK)
                         return RMQ_CHECK_INVALID;
         }

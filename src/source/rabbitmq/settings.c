@@ -3,8 +3,10 @@
 
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <amqp.h>
+#include <curl/curl.h>
 
 #include "base/mem.h"
 
@@ -29,6 +31,9 @@ static const struct field fields[] = {
          .max = 600000, .desc = "Longest wait between reconnection attempts while the broker is unreachable"},
         {.name = "ca_file", .type = F_STR, .off = ROFF(ca_file), .def = "",
          .desc = "With amqps://: the CA certificate (PEM) the broker's certificate is verified against"},
+        {.name = "management_url", .type = F_STR, .off = ROFF(management_url), .def = "", .secret = 1,
+         .desc = "http[s]://user:password@host:port[/prefix] of the management plugin (a user with the monitoring "
+                 "tag): set, each queue's message TTL is compared with its retention class; empty: not checked"},
         {.name = "dead_letter", .type = F_SECTION, .sub = dlq_fields, .desc = "Where unkeyable messages go"},
         {.name = NULL},
 };
@@ -42,6 +47,22 @@ static const struct field rows[] = {
 const struct rmq_settings *rmq_conf(const struct config *cfg)
 {
         return config_settings_of(cfg, &rabbitmq_config);
+}
+
+/* rabbitmq.management_url, when set, is an http[s] URL as curl reads it (never the URL in the message). */
+static void check_management_url(struct config_checks *w, const char *url)
+{
+        CURLU *u = curl_url();
+        char *scheme = NULL;
+        CURLUcode uc = u ? curl_url_set(u, CURLUPART_URL, url, 0) : CURLUE_OUT_OF_MEMORY;
+        if (uc == CURLUE_OK)
+                uc = curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
+        if (uc != CURLUE_OK || (strcmp(scheme, "http") && strcmp(scheme, "https")))
+                config_errors_add(w->errs, w->file, w->line, w->col,
+                                  "rabbitmq.management_url: not an http[s]://user:password@host:port[/prefix] URL%s%s",
+                                  uc != CURLUE_OK ? ": " : "", uc != CURLUE_OK ? curl_url_strerror(uc) : "");
+        curl_free(scheme);
+        curl_url_cleanup(u);
 }
 
 /* The URL is there and parses (in a copy: never the URL itself in the message, it holds a
@@ -62,6 +83,8 @@ static void check(struct config_checks *w, void *settings)
                                           "amqps://...)");
                 free(copy);
         }
+        if (r->management_url && *r->management_url)
+                check_management_url(w, r->management_url);
         if (w->cfg->workers > 1)
                 config_errors_add(w->errs, w->file, w->source_line, w->source_col,
                                   "workers: %d, but RabbitMQ consumes and publishes on one connection, which one "

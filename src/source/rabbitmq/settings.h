@@ -11,6 +11,7 @@ struct rmq_settings {
         int reconnect_max_ms;
         char *ca_file;
         char *dlx; /* "": reject to the queue's own dead-letter exchange */
+        char *management_url; /* secret; "": the queues' message TTLs are not checked */
 };
 
 /** RabbitMQ as the configuration knows it (its row in the broker table). */
