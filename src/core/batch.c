@@ -6,20 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void pl_msg_clear(struct pl_msg *m)
-{
-        free(m->idem_key);
-        free(m->key_text);
-        free(m->dlq_reason);
-        free(m->fail_reason);
-        m->idem_key = NULL;
-        m->key_text = NULL;
-        m->dlq_reason = NULL;
-        m->fail_reason = NULL;
-        m->derived = 0;
-}
-
-void batch_init(struct batch *b, const struct topic_conf *t, struct pl_msg *const *msgs, size_t n)
+void batch_init(struct batch *b, const struct topic_conf *t, struct pl_entry *const *ents, size_t n)
 {
         size_t m = n ? n : 1;
         memset(b, 0, sizeof(*b));
@@ -30,7 +17,7 @@ void batch_init(struct batch *b, const struct topic_conf *t, struct pl_msg *cons
         b->fresh = xcalloc(m, sizeof(*b->fresh));
         b->prog = xcalloc(m, sizeof(*b->prog));
         for (size_t i = 0; i < n; i++)
-                b->items[i] = (struct batch_item){.msg = msgs[i], .state = ITEM_NEW, .first = i};
+                b->items[i] = (struct batch_item){.e = ents[i], .state = ITEM_NEW, .first = i};
 }
 
 void batch_free(struct batch *b)
@@ -52,8 +39,8 @@ size_t batch_mark_dead_letters(struct batch *b)
         size_t todo = 0;
         for (size_t i = 0; i < b->n; i++) {
                 struct batch_item *it = &b->items[i];
-                it->state = it->msg->dlq_reason ? ITEM_DEAD_LETTER : ITEM_NEW;
-                todo += it->state == ITEM_DEAD_LETTER && !it->msg->dead_lettered;
+                it->state = it->e->st.dlq_reason ? ITEM_DEAD_LETTER : ITEM_NEW;
+                todo += it->state == ITEM_DEAD_LETTER && !it->e->st.dead_lettered;
         }
         return todo;
 }
@@ -79,12 +66,12 @@ void batch_dedupe(struct batch *b)
         size_t k = 0;
         for (size_t i = 0; i < b->n; i++)
                 if (b->items[i].state == ITEM_NEW)
-                        order[k++] = (struct keyed){b->items[i].msg->idem_key, i};
+                        order[k++] = (struct keyed){b->items[i].e->st.idem_key, i};
         qsort(order, k, sizeof(*order), by_key);
         b->nkeys = 0;
         for (size_t j = 0; j < k; j++) {
                 struct batch_item *it = &b->items[order[j].idx];
-                if (b->nkeys && !strcmp(order[j].key, b->items[b->keys[b->nkeys - 1]].msg->idem_key)) {
+                if (b->nkeys && !strcmp(order[j].key, b->items[b->keys[b->nkeys - 1]].e->st.idem_key)) {
                         it->state = ITEM_REPEAT;
                         it->first = b->keys[b->nkeys - 1];
                         continue;
@@ -122,7 +109,7 @@ const struct batch_item *batch_first(const struct batch *b, const struct batch_i
 const char *batch_first_fingerprint(const struct batch *b, const struct batch_item *it)
 {
         const struct batch_item *f = batch_first(b, it);
-        return f->known ? f->stored.fingerprint : f->msg->fingerprint;
+        return f->known ? f->stored.fingerprint : f->e->st.fingerprint;
 }
 
 enum key_status batch_status(const struct batch_item *it) { return it->state == ITEM_APPLIED ? KEY_DONE : KEY_FAILED; }
@@ -195,5 +182,5 @@ void batch_count(struct batch *b)
 {
         b->nprog = 0;
         for (size_t i = 0; i < b->n; i++)
-                progress_count(b->prog, &b->nprog, b->items[i].msg, b->items[i].state, b->items[i].mismatch);
+                progress_count(b->prog, &b->nprog, b->items[i].e->msg, b->items[i].state, b->items[i].mismatch);
 }

@@ -7,6 +7,7 @@
 
 #include "base/config.h"
 #include "core/host.h"
+#include "core/msg_state.h"
 #include "core/source.h"
 #include "pg/key_status.h"
 #include "pg/offsets.h"
@@ -14,7 +15,7 @@
 /* What has become of an item so far (PgBouncer's named states are the model). */
 enum item_state {
         ITEM_NEW = 0,     /* keyed, not claimed yet */
-        ITEM_DEAD_LETTER, /* goes to the dead-letter topic (msg->dlq_reason says why) */
+        ITEM_DEAD_LETTER, /* goes to the dead-letter topic (e->st.dlq_reason says why) */
         ITEM_FRESH,       /* its key was claimed by this batch: the handler runs */
         ITEM_REPEAT,      /* its key belongs to an earlier item of this batch: a duplicate of it */
         ITEM_KNOWN,       /* its key was there before this batch: a duplicate with a stored outcome */
@@ -31,7 +32,7 @@ struct first_outcome {
 };
 
 struct batch_item {
-        struct pl_msg *msg;
+        struct pl_entry *e;          /* the message, and the protocol's state of it (kept across attempts) */
         enum item_state state;
         size_t first;                /* the item of this key's first occurrence in the batch (itself if first) */
         int mismatch;                /* a duplicate whose payload differs from the first one's */
@@ -54,15 +55,11 @@ struct batch {
         size_t nprog;
 };
 
-/** Free the pipeline's state of m (not the message itself): the runner's,
- *  before it gives the message back to its source. */
-void pl_msg_clear(struct pl_msg *m);
-
-/** Items for msgs (in poll order: each partition's in offset order); one free for all. */
-void batch_init(struct batch *b, const struct topic_conf *t, struct pl_msg *const *msgs, size_t n);
+/** Items for ents (in poll order: each partition's in offset order); one free for all. */
+void batch_init(struct batch *b, const struct topic_conf *t, struct pl_entry *const *ents, size_t n);
 void batch_free(struct batch *b);
 
-/** Items whose message has a dlq_reason are ITEM_DEAD_LETTER, the others
+/** Items with a dlq_reason are ITEM_DEAD_LETTER, the others
  *  ITEM_NEW; returns how many must still be written (not dead_lettered yet). */
 size_t batch_mark_dead_letters(struct batch *b);
 

@@ -44,10 +44,10 @@ static enum pl_rc db_fail(enum store_rc rc) { return rc == STORE_CONN ? PL_DB_DO
 /* A statement on m's key failed: a value of m it refused (STORE_DATA) is
  * m's failed attempt, so it is dead-lettered in time instead of retried
  * for ever. */
-static enum pl_rc key_fail(const struct pl_topic *pt, struct pl_msg *m, enum store_rc rc)
+static enum pl_rc key_fail(const struct pl_topic *pt, struct pl_entry *e, enum store_rc rc)
 {
         if (rc == STORE_DATA)
-                step_attempt(m, "a statement of dedupd refused a value of it (%s)", store_last_failure(pt->store));
+                step_attempt(&e->st, "a statement of dedupd refused a value of it (%s)", store_last_failure(pt->store));
         return db_fail(rc);
 }
 
@@ -55,12 +55,13 @@ static enum pl_rc key_fail(const struct pl_topic *pt, struct pl_msg *m, enum sto
 /* Run the handler on a key this process owns, then finish it. */
 /* The handler, on dedupd's connection in autocommit: for reads and its own
  * bookkeeping, committed statement by statement. */
-static dedupd_result_t ext_call(struct pl_topic *pt, struct pl_msg *m, struct dedupd_ctx *ctx)
+static dedupd_result_t ext_call(struct pl_topic *pt, struct pl_entry *e, struct dedupd_ctx *ctx)
 {
         struct handler *h = pt->handler;
         const struct dedupd_handler *d = h->desc;
-        struct dedupd_msg dm = {m->topic, m->partition, m->offset,  m->timestamp_ms, m->key,      m->key_len,
-                                m->value, m->value_len, m->headers, m->header_cnt,   m->idem_key};
+        const struct pl_msg *m = e->msg;
+        struct dedupd_msg dm = {m->topic, m->partition, m->offset,  m->timestamp_ms, m->key,     m->key_len,
+                                m->value, m->value_len, m->headers, m->header_cnt,   e->st.idem_key};
         const struct dedupd_msg *mp = &dm;
         dedupd_result_t one = DEDUPD_RETRY, r;
         if (d->handle)
@@ -70,12 +71,12 @@ static dedupd_result_t ext_call(struct pl_topic *pt, struct pl_msg *m, struct de
 }
 
 /* Fenced: someone took the key while the effect ran here. */
-static void ext_lost(struct pl_topic *pt, const struct pl_msg *m, const char *mctx, enum key_status status)
+static void ext_lost(struct pl_topic *pt, const struct pl_entry *e, const char *mctx, enum key_status status)
 {
         struct store_ext_row row;
         int found = 0;
         char rerr[256];
-        if (store_ext_read(pt->store, pt->cfg->namespace, m->idem_key, &row, &found, rerr, sizeof(rerr)))
+        if (store_ext_read(pt->store, pt->cfg->namespace, e->st.idem_key, &row, &found, rerr, sizeof(rerr)))
                 found = 0;
         ext.stats.lost_leases++;
         log_error(mctx,
@@ -83,129 +84,129 @@ static void ext_lost(struct pl_topic *pt, const struct pl_msg *m, const char *mc
                   "owner %s, attempt %d); this attempt's outcome (%s) is not recorded and the row is left as it is; "
                   "the effect may have happened twice unless the downstream dedups by the key (%" PRIu64
                   " lost since start)",
-                  (long long)m->offset, m->idem_key, found ? key_status_name(row.status) : "gone",
+                  (long long)e->msg->offset, e->st.idem_key, found ? key_status_name(row.status) : "gone",
                   found && row.owner[0] ? row.owner : "none", found ? row.attempts : 0, key_status_name(status),
                   ext.stats.lost_leases);
 }
 
 /* Record the outcome, fenced by owner: finished, or lost to another owner. */
-static enum pl_rc ext_finish(struct pl_topic *pt, struct pl_msg *m, const char *mctx, int attempt, dedupd_result_t r,
+static enum pl_rc ext_finish(struct pl_topic *pt, struct pl_entry *e, const char *mctx, int attempt, dedupd_result_t r,
                              const struct dedupd_ctx *ctx, enum item_state *out, char *err, size_t errsz)
 {
         enum key_status status = r == DEDUPD_OK ? KEY_DONE : KEY_FAILED;
         const char *resp = ctx->response ? ctx->response : r == DEDUPD_REJECT ? "rejected" : NULL;
         int finished;
         enum store_rc rc;
-        if ((rc = store_ext_finish(pt->store, pt->cfg->namespace, m->idem_key, external_owner(), status, resp,
+        if ((rc = store_ext_finish(pt->store, pt->cfg->namespace, e->st.idem_key, external_owner(), status, resp,
                                    &finished, err, errsz)))
-                return key_fail(pt, m, rc);
+                return key_fail(pt, e, rc);
         if (!finished) {
-                ext_lost(pt, m, mctx, status);
+                ext_lost(pt, e, mctx, status);
                 *out = ITEM_LOST;
                 return PL_OK;
         }
         *out = r == DEDUPD_OK ? ITEM_APPLIED : ITEM_REJECTED;
         host_count_refusals(ctx); /* the outcome is recorded: its refused calls count, a retried attempt's did not */
         if (r == DEDUPD_REJECT)
-                log_info(mctx, "key %s rejected: %s", m->idem_key, resp);
+                log_info(mctx, "key %s rejected: %s", e->st.idem_key, resp);
         else if (attempt > 1)
-                log_info(mctx, "offset %lld: key %s finished %s on attempt %d: %s", (long long)m->offset,
-                         m->idem_key, key_status_name(status), attempt, resp ? resp : "(no response)");
+                log_info(mctx, "offset %lld: key %s finished %s on attempt %d: %s", (long long)e->msg->offset,
+                         e->st.idem_key, key_status_name(status), attempt, resp ? resp : "(no response)");
         return PL_OK;
 }
 
 /* RETRY (or an unknown result, or a transaction left open): the lease is
  * given up so the retry, here or anywhere, may take over at once. */
-static enum pl_rc ext_retry(struct pl_topic *pt, struct pl_msg *m, const char *mctx, dedupd_result_t r, int in_txn,
+static enum pl_rc ext_retry(struct pl_topic *pt, struct pl_entry *e, const char *mctx, dedupd_result_t r, int in_txn,
                             char *err, size_t errsz)
 {
         char rerr[256];
         enum store_rc rc;
-        step_attempt(m, "%s", in_txn ? "handler left a transaction open" : r != DEDUPD_RETRY ? "handler returned an unknown result"
+        step_attempt(&e->st, "%s", in_txn ? "handler left a transaction open" : r != DEDUPD_RETRY ? "handler returned an unknown result"
                                                                           : "handler returned RETRY");
         if (in_txn)
                 snprintf(err, errsz,
                          "handler left a transaction open on the autocommit connection for key %s; rolled back, "
                          "treated as RETRY",
-                         m->idem_key);
+                         e->st.idem_key);
         else if (r != DEDUPD_RETRY)
-                snprintf(err, errsz, "handler returned unknown result %d for key %s", (int)r, m->idem_key);
+                snprintf(err, errsz, "handler returned unknown result %d for key %s", (int)r, e->st.idem_key);
         else
-                snprintf(err, errsz, "handler asked to retry key %s", m->idem_key);
-        log_warn(mctx, "offset %lld: %s (attempt %d of %d)", (long long)m->offset, err, m->attempts,
+                snprintf(err, errsz, "handler asked to retry key %s", e->st.idem_key);
+        log_warn(mctx, "offset %lld: %s (attempt %d of %d)", (long long)e->msg->offset, err, e->st.attempts,
                  pt->t->retry_max_attempts);
-        rc = store_ext_release(pt->store, pt->cfg->namespace, m->idem_key, external_owner(), rerr, sizeof(rerr));
+        rc = store_ext_release(pt->store, pt->cfg->namespace, e->st.idem_key, external_owner(), rerr, sizeof(rerr));
         if (rc == STORE_CONN)
                 return PL_DB_DOWN;
         if (rc)
-                log_warn(mctx, "key %s: the lease could not be given up (%s); it runs out by itself", m->idem_key,
+                log_warn(mctx, "key %s: the lease could not be given up (%s); it runs out by itself", e->st.idem_key,
                          rerr);
         return PL_RETRY;
 }
 
 /* What the handler set on the session does not reach dedupd's statements. */
-static void reset_session(struct pl_topic *pt, const struct pl_msg *m)
+static void reset_session(struct pl_topic *pt, const struct pl_entry *e)
 {
         char rerr[256];
         int held;
         if (store_session_reset(pt->store, 0, &held, rerr, sizeof(rerr)))
-                log_warn(pt->ctx, "key %s: resetting the session after the handler: %s", m->idem_key, rerr);
+                log_warn(pt->ctx, "key %s: resetting the session after the handler: %s", e->st.idem_key, rerr);
 }
 
 /* Run the handler on a key this process owns, then finish it. */
-static enum pl_rc ext_run(struct pl_topic *pt, struct pl_msg *m, const char *mctx, int attempt,
+static enum pl_rc ext_run(struct pl_topic *pt, struct pl_entry *e, const char *mctx, int attempt,
                           enum item_state *out, char *err, size_t errsz)
 {
         struct store *s = pt->store;
-        struct dedupd_ctx ctx = {.head = {s}, .idem_key = m->idem_key, .log_prefix = pt->handler->log_prefix};
+        struct dedupd_ctx ctx = {.head = {s}, .idem_key = e->st.idem_key, .log_prefix = pt->handler->log_prefix};
         enum pl_rc ret;
 
         fault_point("after_claim");
-        dedupd_result_t r = ext_call(pt, m, &ctx);
+        dedupd_result_t r = ext_call(pt, e, &ctx);
         fault_point("in_handler");
         if (!store_ok(s)) {
                 /* The lease stays; after reconnecting this process finds its
                  * own row and resumes it (the handler runs again, with the key). */
-                snprintf(err, errsz, "database connection lost in the handler of key %s", m->idem_key);
+                snprintf(err, errsz, "database connection lost in the handler of key %s", e->st.idem_key);
                 ret = PL_DB_DOWN;
         } else {
                 int in_txn = !store_idle(s);
                 if (in_txn)
                         store_rollback(s);
-                reset_session(pt, m);
+                reset_session(pt, e);
                 if ((r == DEDUPD_OK || r == DEDUPD_REJECT) && !in_txn)
-                        ret = ext_finish(pt, m, mctx, attempt, r, &ctx, out, err, errsz);
+                        ret = ext_finish(pt, e, mctx, attempt, r, &ctx, out, err, errsz);
                 else
-                        ret = ext_retry(pt, m, mctx, r, in_txn, err, errsz);
+                        ret = ext_retry(pt, e, mctx, r, in_txn, err, errsz);
         }
         host_ctx_reset(&ctx);
         return ret;
 }
 
 /* An EXPIRED key met with on_expired: dead-letter. */
-static enum pl_rc ext_dead_letter_expired(struct pl_topic *pt, struct pl_msg *m, const char *mctx,
+static enum pl_rc ext_dead_letter_expired(struct pl_topic *pt, struct pl_entry *e, const char *mctx,
                                           enum item_state *out, char *err, size_t errsz)
 {
-        struct pl_msg *one[1] = {m};
-        free(m->dlq_reason);
-        m->dlq_reason = xstrdup(IN_DOUBT_REASON);
+        struct pl_entry *one[1] = {e};
+        free(e->st.dlq_reason);
+        e->st.dlq_reason = xstrdup(IN_DOUBT_REASON);
         if (step_dead_letter(pt, one, 1, err, errsz))
                 return PL_DLQ_FAILED; /* dlq_reason stays: the retry dead-letters it first */
         ext.stats.expired_dead_lettered++;
         log_warn(mctx, "offset %lld: key %s is EXPIRED (in doubt): dead-lettered to %s for "
                        "reconciliation (on_expired: dead-letter)",
-                 (long long)m->offset, m->idem_key, pt->t->dlq_topic);
+                 (long long)e->msg->offset, e->st.idem_key, pt->t->dlq_topic);
         *out = ITEM_DEAD_LETTER;
         return PL_OK;
 }
 
 /* A duplicate whose payload differs from the first one's: a key-design or
  * client bug, handled by fingerprint.on_mismatch as in transactional mode. */
-static enum pl_rc ext_mismatch(struct pl_topic *pt, struct pl_msg *m, const struct store_ext_row *row,
+static enum pl_rc ext_mismatch(struct pl_topic *pt, struct pl_entry *e, const struct store_ext_row *row,
                                enum item_state *out, int *mismatch, char *err, size_t errsz)
 {
-        struct pl_msg *one[1] = {m};
-        enum mismatch_verdict v = step_mismatch(pt, m, row->fingerprint);
+        struct pl_entry *one[1] = {e};
+        enum mismatch_verdict v = step_mismatch(pt, e, row->fingerprint);
         *mismatch = v != MISMATCH_NONE;
         *out = ITEM_KNOWN;
         if (v != MISMATCH_LETTER)
@@ -217,40 +218,40 @@ static enum pl_rc ext_mismatch(struct pl_topic *pt, struct pl_msg *m, const stru
 }
 
 /* A key that is EXPIRED (in doubt): on_expired decides. */
-static enum pl_rc ext_expired(struct pl_topic *pt, struct pl_msg *m, const char *mctx, enum item_state *out,
+static enum pl_rc ext_expired(struct pl_topic *pt, struct pl_entry *e, const char *mctx, enum item_state *out,
                               char *err, size_t errsz)
 {
         int attempts;
         enum store_rc rc;
         switch (pt->t->on_expired) {
         case EXPIRED_DEAD_LETTER:
-                return ext_dead_letter_expired(pt, m, mctx, out, err, errsz);
+                return ext_dead_letter_expired(pt, e, mctx, out, err, errsz);
         case EXPIRED_SKIP:
                 ext.stats.expired_skipped++;
                 log_warn(mctx, "offset %lld: key %s is EXPIRED (in doubt): acknowledged without running the "
                                "handler (on_expired: skip)",
-                         (long long)m->offset, m->idem_key);
+                         (long long)e->msg->offset, e->st.idem_key);
                 *out = ITEM_SKIPPED;
                 return PL_OK;
         case EXPIRED_REEXECUTE:
                 break;
         }
-        if ((rc = store_ext_take_over(pt->store, pt->cfg->namespace, m->idem_key, external_owner(), pt->t->lease_ms,
+        if ((rc = store_ext_take_over(pt->store, pt->cfg->namespace, e->st.idem_key, external_owner(), pt->t->lease_ms,
                                       1, &attempts, err, errsz)))
-                return key_fail(pt, m, rc);
+                return key_fail(pt, e, rc);
         if (!attempts) {
                 snprintf(err, errsz, "offset %lld: key %s was EXPIRED and another instance re-executes it: backing off",
-                         (long long)m->offset, m->idem_key);
+                         (long long)e->msg->offset, e->st.idem_key);
                 return PL_RETRY;
         }
         ext.stats.expired_reexecuted++;
         log_warn(mctx, "offset %lld: key %s was EXPIRED (in doubt): re-executing (on_expired: reexecute), attempt %d",
-                 (long long)m->offset, m->idem_key, attempts);
-        return ext_run(pt, m, mctx, attempts, out, err, errsz);
+                 (long long)e->msg->offset, e->st.idem_key, attempts);
+        return ext_run(pt, e, mctx, attempts, out, err, errsz);
 }
 
 /* A key that is PENDING: wait for a live lease, take over one that ran out. */
-static enum pl_rc ext_pending(struct pl_topic *pt, struct pl_msg *m, const struct store_ext_row *row,
+static enum pl_rc ext_pending(struct pl_topic *pt, struct pl_entry *e, const struct store_ext_row *row,
                               const char *mctx, enum item_state *out, char *err, size_t errsz)
 {
         const char *me = external_owner();
@@ -261,15 +262,15 @@ static enum pl_rc ext_pending(struct pl_topic *pt, struct pl_msg *m, const struc
                 snprintf(err, errsz,
                          "offset %lld: key %s is PENDING under a live lease (owner %s, until %s, attempt %d): not "
                          "acknowledged, backing off",
-                         (long long)m->offset, m->idem_key, row->owner, row->lease_until, row->attempts);
+                         (long long)e->msg->offset, e->st.idem_key, row->owner, row->lease_until, row->attempts);
                 return PL_RETRY;
         }
-        if ((rc = store_ext_take_over(pt->store, pt->cfg->namespace, m->idem_key, me, pt->t->lease_ms, 0, &attempts,
+        if ((rc = store_ext_take_over(pt->store, pt->cfg->namespace, e->st.idem_key, me, pt->t->lease_ms, 0, &attempts,
                                       err, errsz)))
-                return key_fail(pt, m, rc);
+                return key_fail(pt, e, rc);
         if (!attempts) {
                 snprintf(err, errsz, "offset %lld: key %s: another instance took the expired lease first: backing off",
-                         (long long)m->offset, m->idem_key);
+                         (long long)e->msg->offset, e->st.idem_key);
                 return PL_RETRY;
         }
         ext.stats.taken_over++;
@@ -277,17 +278,17 @@ static enum pl_rc ext_pending(struct pl_topic *pt, struct pl_msg *m, const struc
         if (strcmp(row->owner, me))
                 log_warn(mctx, "offset %lld: key %s: the lease of %s ran out at %s; taken over by compare-and-set "
                                "(attempt %d)",
-                         (long long)m->offset, m->idem_key, row->owner[0] ? row->owner : "(none)", row->lease_until,
+                         (long long)e->msg->offset, e->st.idem_key, row->owner[0] ? row->owner : "(none)", row->lease_until,
                          attempts);
         else
                 log_info(mctx, "offset %lld: key %s: this process takes its own released or interrupted lease back "
                                "(attempt %d)",
-                         (long long)m->offset, m->idem_key, attempts);
-        return ext_run(pt, m, mctx, attempts, out, err, errsz);
+                         (long long)e->msg->offset, e->st.idem_key, attempts);
+        return ext_run(pt, e, mctx, attempts, out, err, errsz);
 }
 
 /* Claim the key; *claimed 1: it is ours now; else *row is what holds it. */
-static enum pl_rc ext_claim(struct pl_topic *pt, struct pl_msg *m, int *claimed, struct store_ext_row *row,
+static enum pl_rc ext_claim(struct pl_topic *pt, struct pl_entry *e, int *claimed, struct store_ext_row *row,
                             char *err, size_t errsz)
 {
         const struct topic_conf *t = pt->t;
@@ -299,35 +300,36 @@ static enum pl_rc ext_claim(struct pl_topic *pt, struct pl_msg *m, int *claimed,
 
         /* Twice at most: a row purged between the claim and the read is claimed again. */
         for (int tries = 0; tries < 2 && !found; tries++) {
-                if ((rc = store_ext_claim(pt->store, ns, m->idem_key, m->key_text, m->topic, m->partition, m->offset, m->fingerprint,
-                                          external_owner(), t->lease_ms, keep, ttl, claimed, err, errsz)))
-                        return key_fail(pt, m, rc);
+                if ((rc = store_ext_claim(pt->store, ns, e->st.idem_key, e->st.key_text, e->msg->topic, e->msg->partition,
+                                          e->msg->offset, e->st.fingerprint, external_owner(), t->lease_ms, keep, ttl,
+                                          claimed, err, errsz)))
+                        return key_fail(pt, e, rc);
                 if (*claimed)
                         return PL_OK;
-                if ((rc = store_ext_read(pt->store, ns, m->idem_key, row, &found, err, errsz)))
-                        return key_fail(pt, m, rc);
+                if ((rc = store_ext_read(pt->store, ns, e->st.idem_key, row, &found, err, errsz)))
+                        return key_fail(pt, e, rc);
         }
         if (!found) {
-                snprintf(err, errsz, "key %s could be neither claimed nor read", m->idem_key);
+                snprintf(err, errsz, "key %s could be neither claimed nor read", e->st.idem_key);
                 return PL_RETRY;
         }
         return PL_OK;
 }
 
 /* A key finished before: a duplicate, served its first outcome (or a mismatch). */
-static enum pl_rc ext_known(struct pl_topic *pt, struct pl_msg *m, const struct store_ext_row *row, const char *mctx,
+static enum pl_rc ext_known(struct pl_topic *pt, struct pl_entry *e, const struct store_ext_row *row, const char *mctx,
                             enum item_state *out, int *mismatch, char *err, size_t errsz)
 {
-        if (row->fingerprint[0] && strcmp(row->fingerprint, m->fingerprint))
-                return ext_mismatch(pt, m, row, out, mismatch, err, errsz);
-        log_debug(mctx, "duplicate %s absorbed; first outcome %s: %s", m->idem_key, key_status_name(row->status),
+        if (row->fingerprint[0] && strcmp(row->fingerprint, e->st.fingerprint))
+                return ext_mismatch(pt, e, row, out, mismatch, err, errsz);
+        log_debug(mctx, "duplicate %s absorbed; first outcome %s: %s", e->st.idem_key, key_status_name(row->status),
                   row->response[0] ? row->response : "(no response)");
         *out = ITEM_KNOWN;
         return PL_OK;
 }
 
 /* Claim one message's key (or learn why not), run it, finish it. */
-static enum pl_rc ext_one(struct pl_topic *pt, struct pl_msg *m, enum item_state *out, int *mismatch, char *err,
+static enum pl_rc ext_one(struct pl_topic *pt, struct pl_entry *e, enum item_state *out, int *mismatch, char *err,
                           size_t errsz)
 {
         struct store_ext_row row;
@@ -335,41 +337,41 @@ static enum pl_rc ext_one(struct pl_topic *pt, struct pl_msg *m, enum item_state
         char mctx[200];
         enum pl_rc rc;
 
-        snprintf(mctx, sizeof(mctx), "topic:%s/%d", pt->t->name, (int)m->partition);
-        if ((rc = ext_claim(pt, m, &claimed, &row, err, errsz)))
+        snprintf(mctx, sizeof(mctx), "topic:%s/%d", pt->t->name, (int)e->msg->partition);
+        if ((rc = ext_claim(pt, e, &claimed, &row, err, errsz)))
                 return rc;
         if (claimed) {
                 ext.stats.claimed++;
-                return ext_run(pt, m, mctx, 1, out, err, errsz);
+                return ext_run(pt, e, mctx, 1, out, err, errsz);
         }
         switch (row.status) {
         case KEY_DONE:
-        case KEY_FAILED: return ext_known(pt, m, &row, mctx, out, mismatch, err, errsz);
-        case KEY_EXPIRED: return ext_expired(pt, m, mctx, out, err, errsz);
+        case KEY_FAILED: return ext_known(pt, e, &row, mctx, out, mismatch, err, errsz);
+        case KEY_EXPIRED: return ext_expired(pt, e, mctx, out, err, errsz);
         case KEY_PENDING: break;
         }
-        return ext_pending(pt, m, &row, mctx, out, err, errsz);
+        return ext_pending(pt, e, &row, mctx, out, err, errsz);
 }
 
 /* A partial batch comes back: what this process committed of it is done. */
-static int ext_done_before(struct pl_topic *pt, const struct pl_msg *m)
+static int ext_done_before(struct pl_topic *pt, const struct pl_entry *e)
 {
-        return part_state(pt->parts, pt->topic_idx, m->partition)->verified_next > m->offset;
+        return part_state(pt->parts, pt->topic_idx, e->msg->partition)->verified_next > e->msg->offset;
 }
 
 /* Keys; what cannot be processed is dead-lettered first (acknowledged by
  * the broker before its offset can be committed). */
-static enum pl_rc ext_dead_letter_unkeyable(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n, char *err,
+static enum pl_rc ext_dead_letter_unkeyable(struct pl_topic *pt, struct pl_entry *const *ents, size_t n, char *err,
                                             size_t errsz)
 {
-        struct pl_msg **todo = xcalloc(n ? n : 1, sizeof(*todo)); /* n: up to 100,000 */
+        struct pl_entry **todo = xcalloc(n ? n : 1, sizeof(*todo)); /* n: up to 100,000 */
         size_t k = 0;
         for (size_t i = 0; i < n; i++) {
-                if (ext_done_before(pt, msgs[i]))
+                if (ext_done_before(pt, ents[i]))
                         continue;
-                step_prepare(pt, msgs[i]);
-                if (msgs[i]->dlq_reason && !msgs[i]->dead_lettered)
-                        todo[k++] = msgs[i];
+                step_prepare(pt, ents[i]);
+                if (ents[i]->st.dlq_reason && !ents[i]->st.dead_lettered)
+                        todo[k++] = ents[i];
         }
         enum pl_rc rc = step_dead_letter(pt, todo, k, err, errsz) ? PL_DLQ_FAILED : PL_OK;
         free(todo);
@@ -379,7 +381,7 @@ static enum pl_rc ext_dead_letter_unkeyable(struct pl_topic *pt, struct pl_msg *
 /* One message at a time, in partition-offset order; a message that cannot
  * be finished now stops its partition, not the others. What was finished is
  * counted into prog. */
-static enum pl_rc ext_each(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n, struct store_progress *prog,
+static enum pl_rc ext_each(struct pl_topic *pt, struct pl_entry *const *ents, size_t n, struct store_progress *prog,
                            size_t *nprog, size_t *processed, size_t *nstopped, char *err, size_t errsz)
 {
         int32_t *stopped = xcalloc(n ? n : 1, sizeof(*stopped)); /* the partitions stopped early */
@@ -387,24 +389,24 @@ static enum pl_rc ext_each(struct pl_topic *pt, struct pl_msg *const *msgs, size
         char merr[1024];
 
         for (size_t i = 0; i < n; i++) {
-                struct pl_msg *m = msgs[i];
+                struct pl_entry *e = ents[i];
                 enum item_state o = ITEM_DEAD_LETTER;
                 int mismatch = 0, blocked = 0;
-                if (ext_done_before(pt, m))
+                if (ext_done_before(pt, e))
                         continue;
                 for (size_t b = 0; b < *nstopped && !blocked; b++)
-                        blocked = stopped[b] == m->partition;
+                        blocked = stopped[b] == e->msg->partition;
                 if (blocked)
                         continue;
-                if (!m->dlq_reason) {
+                if (!e->st.dlq_reason) {
                         char what[200];
-                        snprintf(what, sizeof(what), "key %s of %s", m->idem_key, pt->t->name);
+                        snprintf(what, sizeof(what), "key %s of %s", e->st.idem_key, pt->t->name);
                         watchdog_arm(pt->watchdog, pt->store, pt->t->batch_timeout_ms, what);
                         merr[0] = '\0';
-                        enum pl_rc r = ext_one(pt, m, &o, &mismatch, merr, sizeof(merr));
+                        enum pl_rc r = ext_one(pt, e, &o, &mismatch, merr, sizeof(merr));
                         watchdog_disarm(pt->watchdog);
                         if (r != PL_OK) {
-                                stopped[(*nstopped)++] = m->partition;
+                                stopped[(*nstopped)++] = e->msg->partition;
                                 /* The first reason is reported; losing the database outranks it. */
                                 if (ret == PL_OK || r == PL_DB_DOWN) {
                                         snprintf(err, errsz, "%s", merr);
@@ -415,14 +417,14 @@ static enum pl_rc ext_each(struct pl_topic *pt, struct pl_msg *const *msgs, size
                                 continue;
                         }
                 }
-                progress_count(prog, nprog, m, o, mismatch);
+                progress_count(prog, nprog, e->msg, o, mismatch);
                 (*processed)++;
         }
         free(stopped);
         return ret;
 }
 
-static enum pl_rc external_process(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n,
+static enum pl_rc external_process(struct pl_topic *pt, struct pl_entry *const *ents, size_t n,
                                    struct pl_commit *commits, size_t *ncommits, char *err, size_t errsz)
 {
         struct store_progress *prog = xcalloc(n ? n : 1, sizeof(*prog));
@@ -432,9 +434,9 @@ static enum pl_rc external_process(struct pl_topic *pt, struct pl_msg *const *ms
         char merr[1024];
 
         *ncommits = 0;
-        if ((ret = ext_dead_letter_unkeyable(pt, msgs, n, err, errsz)))
+        if ((ret = ext_dead_letter_unkeyable(pt, ents, n, err, errsz)))
                 goto out;
-        ret = ext_each(pt, msgs, n, prog, &nprog, &processed, &nstopped, err, errsz);
+        ret = ext_each(pt, ents, n, prog, &nprog, &processed, &nstopped, err, errsz);
         /* Progress of what was finished: one statement, its own transaction. */
         if (!nprog || !store_ok(pt->store))
                 goto out;

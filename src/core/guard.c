@@ -58,10 +58,10 @@ void guard_release(struct pl_topic *pt, struct part_state *ps)
         ps->counted_at = -1;
 }
 
-static int first_of_partition(struct pl_msg *const *msgs, size_t i)
+static int first_of_partition(struct pl_entry *const *ents, size_t i)
 {
         for (size_t k = 0; k < i; k++)
-                if (msgs[k]->partition == msgs[i]->partition)
+                if (ents[k]->msg->partition == ents[i]->msg->partition)
                         return 0;
         return 1;
 }
@@ -103,8 +103,9 @@ static enum guard_verdict verdict(struct pl_topic *pt, struct part_state *ps, co
 
 /* Count a start of message m run alone; dead-letter it when its crashes are
  * spent. Returns -1 when the database cannot be reached. */
-static int count_alone(struct pl_topic *pt, struct part_state *ps, struct pl_msg *m, int inherited)
+static int count_alone(struct pl_topic *pt, struct part_state *ps, struct pl_entry *e, int inherited)
 {
+        const struct pl_msg *m = e->msg;
         char err[512];
         int attempts = 0, inh = 0;
         if (ps->counted_at == m->offset)
@@ -120,15 +121,15 @@ static int count_alone(struct pl_topic *pt, struct part_state *ps, struct pl_msg
         ps->had_attempts = 1;
         metrics_quarantine(pt->t->name);
         int own = attempts - 1, crashes = inh + own;
-        if (own >= 1 && crashes >= pt->t->retry_max_crashes && !m->dlq_reason)
-                m->dlq_reason = xasprintf("crashed or stalled dedupd %d time%s (%d in a batch, %d alone; crash loop; "
+        if (own >= 1 && crashes >= pt->t->retry_max_crashes && !e->st.dlq_reason)
+                e->st.dlq_reason = xasprintf("crashed or stalled dedupd %d time%s (%d in a batch, %d alone; crash loop; "
                                           "retry.max_crashes)",
                                           crashes, crashes == 1 ? "" : "s", inh, own);
         return 0;
 }
 
-/* Count a start of partition ps's messages in msgs[0, n) as one batch. */
-static int count_batch(struct pl_topic *pt, struct part_state *ps, struct pl_msg *const *msgs, size_t n,
+/* Count a start of partition ps's messages in ents[0, n) as one batch. */
+static int count_batch(struct pl_topic *pt, struct part_state *ps, struct pl_entry *const *ents, size_t n,
                        const struct pl_msg *m)
 {
         char err[512];
@@ -136,8 +137,8 @@ static int count_batch(struct pl_topic *pt, struct part_state *ps, struct pl_msg
         if (ps->counted_at == m->offset)
                 return 0;
         for (size_t k = 0; k < n; k++)
-                if (msgs[k]->partition == m->partition && msgs[k]->offset + 1 > until)
-                        until = msgs[k]->offset + 1;
+                if (ents[k]->msg->partition == m->partition && ents[k]->msg->offset + 1 > until)
+                        until = ents[k]->msg->offset + 1;
         if (instance_ensure(pt->store, pt->cfg, err, sizeof(err)) ||
             store_attempt_batch(pt->store, pt->cfg->namespace, pt->t->name, m->partition, m->offset, until,
                                 instance_owner(), err, sizeof(err))) {
@@ -153,17 +154,17 @@ static int count_batch(struct pl_topic *pt, struct part_state *ps, struct pl_msg
 /* Where the batch ends: before the first message that must run alone, or
  * right after it when it comes first. n when the database is unreachable
  * (the batch will fail anyway; *db set). */
-static size_t plan_batch(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n, struct guard_plan *plan,
+static size_t plan_batch(struct pl_topic *pt, struct pl_entry *const *ents, size_t n, struct guard_plan *plan,
                          int *db)
 {
         size_t limit = n;
         *db = 0;
         for (size_t i = 0; i < limit; i++) {
                 plan[i] = (struct guard_plan){GUARD_CONTINUE, 0};
-                if (!first_of_partition(msgs, i))
+                if (!first_of_partition(ents, i))
                         continue;
-                plan[i].verdict = verdict(pt, part_state(pt->parts, pt->topic_idx, msgs[i]->partition), msgs[i],
-                                          &plan[i].inherited);
+                const struct pl_msg *m = ents[i]->msg;
+                plan[i].verdict = verdict(pt, part_state(pt->parts, pt->topic_idx, m->partition), m, &plan[i].inherited);
                 if (plan[i].verdict == GUARD_DB) {
                         *db = 1;
                         return n;
@@ -175,28 +176,28 @@ static size_t plan_batch(struct pl_topic *pt, struct pl_msg *const *msgs, size_t
 }
 
 /* Count the starts of what runs. */
-static void count_starts(struct pl_topic *pt, struct pl_msg *const *msgs, size_t limit, const struct guard_plan *plan)
+static void count_starts(struct pl_topic *pt, struct pl_entry *const *ents, size_t limit, const struct guard_plan *plan)
 {
         for (size_t i = 0; i < limit; i++) {
-                struct part_state *ps = part_state(pt->parts, pt->topic_idx, msgs[i]->partition);
+                struct part_state *ps = part_state(pt->parts, pt->topic_idx, ents[i]->msg->partition);
                 int rc = 0;
                 if (plan[i].verdict == GUARD_ALONE)
-                        rc = count_alone(pt, ps, msgs[i], plan[i].inherited);
+                        rc = count_alone(pt, ps, ents[i], plan[i].inherited);
                 else if (plan[i].verdict == GUARD_BATCH)
-                        rc = count_batch(pt, ps, msgs, limit, msgs[i]);
+                        rc = count_batch(pt, ps, ents, limit, ents[i]->msg);
                 if (rc)
                         return;
         }
 }
 
-size_t guard_batch_start(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n)
+size_t guard_batch_start(struct pl_topic *pt, struct pl_entry *const *ents, size_t n)
 {
         /* On the heap: a batch holds up to batch.max_messages (100,000). */
         struct guard_plan *plan = xcalloc(n ? n : 1, sizeof(*plan));
         int db;
-        size_t limit = plan_batch(pt, msgs, n, plan, &db);
+        size_t limit = plan_batch(pt, ents, n, plan, &db);
         if (!db)
-                count_starts(pt, msgs, limit, plan);
+                count_starts(pt, ents, limit, plan);
         free(plan);
         return limit;
 }

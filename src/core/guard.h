@@ -14,9 +14,9 @@
  * peer are not crashes. A range that crashed once is worked through one
  * message at a time, each alone; a message whose crashes (in batches, then
  * alone, at least one alone) reach retry.max_crashes gets its dlq_reason.
- * Returns how many of msgs (a prefix) to process now.
+ * Returns how many of ents (a prefix) to process now.
  */
-size_t guard_batch_start(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n);
+size_t guard_batch_start(struct pl_topic *pt, struct pl_entry *const *ents, size_t n);
 
 /** Partition ps committed up to next_offset in this process: its next
  *  batch continues from there unguarded, and the ledger forgets what the

@@ -31,13 +31,14 @@ struct call {
         size_t errsz;
 };
 
-static struct dedupd_msg handler_msg(const struct pl_msg *m)
+static struct dedupd_msg handler_msg(const struct pl_entry *e)
 {
+        const struct pl_msg *m = e->msg;
         return (struct dedupd_msg){m->topic, m->partition, m->offset, m->timestamp_ms, m->key, m->key_len,
-                                   m->value, m->value_len, m->headers, m->header_cnt, m->idem_key};
+                                   m->value, m->value_len, m->headers, m->header_cnt, e->st.idem_key};
 }
 
-static struct pl_msg *fresh_msg(const struct call *c, size_t j) { return c->b->items[c->b->fresh[j]].msg; }
+static struct pl_state *fresh_state(const struct call *c, size_t j) { return &c->b->items[c->b->fresh[j]].e->st; }
 
 /* Rolled back after the handler broke the batch: what it set on the session
  * outside dedupd's transaction goes too. */
@@ -50,14 +51,15 @@ static void roll_back(struct call *c)
                 log_warn(c->pt->ctx, "resetting the session after the handler: %s", rerr);
 }
 
-/* The message m failed this attempt (what: a phrase); the batch is retried. */
-static enum pl_rc blame(struct call *c, struct pl_msg *m, const char *what)
+/* The message of e failed this attempt (what: a phrase); the batch is retried. */
+static enum pl_rc blame(struct call *c, struct pl_entry *e, const char *what)
 {
+        const struct pl_msg *m = e->msg;
         char mctx[256];
-        step_attempt(m, "%s", what);
-        snprintf(c->err, c->errsz, "%s for key %s", what, m->idem_key);
+        step_attempt(&e->st, "%s", what);
+        snprintf(c->err, c->errsz, "%s for key %s", what, e->st.idem_key);
         snprintf(mctx, sizeof(mctx), "topic:%s/%d", m->topic, (int)m->partition);
-        log_warn(mctx, "offset %lld: %s (attempt %d of %d)", (long long)m->offset, c->err, m->attempts,
+        log_warn(mctx, "offset %lld: %s (attempt %d of %d)", (long long)m->offset, c->err, e->st.attempts,
                  c->pt->t->retry_max_attempts);
         roll_back(c);
         return PL_RETRY;
@@ -103,7 +105,7 @@ static enum pl_rc judge_batch(struct call *c, dedupd_result_t br, const dedupd_r
         }
         for (size_t j = 0; j < n; j++)
                 if (!named || (res[j] != DEDUPD_OK && res[j] != DEDUPD_REJECT))
-                        step_attempt(fresh_msg(c, j), "%s", retry_phrase(res[j], st == STORE_TXN_ABORTED));
+                        step_attempt(fresh_state(c, j), "%s", retry_phrase(res[j], st == STORE_TXN_ABORTED));
         snprintf(c->err, c->errsz, "handle_batch asked to retry %zu of %zu messages%s", named ? named : n, n,
                  st == STORE_TXN_ABORTED ? " (it left the transaction aborted)" : "");
         store_rollback(c->pt->store);
@@ -122,7 +124,7 @@ static enum pl_rc run_handle_batch(struct call *c)
 
         for (size_t j = 0; j < n; j++) {
                 struct batch_item *it = &c->b->items[c->b->fresh[j]];
-                dms[j] = handler_msg(it->msg);
+                dms[j] = handler_msg(it->e);
                 dm[j] = &dms[j];
                 dc[j] = &it->ctx;
                 res[j] = DEDUPD_RETRY;
@@ -139,14 +141,14 @@ static enum pl_rc run_handle_batch(struct call *c)
 
 /* The message's savepoint after a handler call; its failure (other than the
  * connection's) is the handler's doing. */
-static enum pl_rc savepoint(struct call *c, struct pl_msg *m, enum store_savepoint op)
+static enum pl_rc savepoint(struct call *c, struct pl_entry *e, enum store_savepoint op)
 {
         enum store_rc rc = store_savepoint(c->pt->store, op, c->err, c->errsz);
         if (rc == STORE_OK)
                 return PL_OK;
         if (rc == STORE_CONN)
                 return step_fail(c->pt->store, rc);
-        return blame(c, m, LOST_SAVEPOINT);
+        return blame(c, e, LOST_SAVEPOINT);
 }
 
 /* What one handle() call did to the item and to the transaction. */
@@ -155,18 +157,18 @@ static enum pl_rc judge_one(struct call *c, size_t j, dedupd_result_t r, int sp)
         struct batch_item *it = &c->b->items[c->b->fresh[j]];
         enum store_txn st = store_txn(c->pt->store);
         if (st == STORE_TXN_NONE)
-                return blame(c, it->msg, ENDED_TXN);
+                return blame(c, it->e, ENDED_TXN);
         switch (batch_verdict(r, st == STORE_TXN_ABORTED, sp)) {
         case VERDICT_REJECTED:
                 it->state = ITEM_REJECTED;
-                return sp ? savepoint(c, it->msg, STORE_SAVEPOINT_UNDO) : PL_OK;
+                return sp ? savepoint(c, it->e, STORE_SAVEPOINT_UNDO) : PL_OK;
         case VERDICT_APPLIED:
                 it->state = ITEM_APPLIED;
-                return sp && j + 1 < c->b->nfresh ? savepoint(c, it->msg, STORE_SAVEPOINT_NEXT) : PL_OK;
+                return sp && j + 1 < c->b->nfresh ? savepoint(c, it->e, STORE_SAVEPOINT_NEXT) : PL_OK;
         case VERDICT_RETRY:
                 break;
         }
-        return blame(c, it->msg, retry_phrase(r, st == STORE_TXN_ABORTED));
+        return blame(c, it->e, retry_phrase(r, st == STORE_TXN_ABORTED));
 }
 
 /* 6b. One message at a time, each under a savepoint (unless the handler
@@ -182,7 +184,7 @@ static enum pl_rc run_handle(struct call *c)
                 return step_fail(c->pt->store, rc);
         for (size_t j = 0; j < c->b->nfresh && ret == PL_OK; j++) {
                 struct batch_item *it = &c->b->items[c->b->fresh[j]];
-                struct dedupd_msg dm = handler_msg(it->msg);
+                struct dedupd_msg dm = handler_msg(it->e);
                 dedupd_result_t r = h->desc->handle(h->state, &it->ctx, &dm);
                 fault_point("in_handler");
                 ret = lost_connection(c) ? step_fail(c->pt->store, STORE_CONN) : judge_one(c, j, r, sp);
@@ -214,7 +216,7 @@ enum pl_rc invoke_handler(struct pl_topic *pt, struct batch *b, char *err, size_
                 struct batch_item *it = &b->items[b->fresh[j]];
                 it->ctx = (struct dedupd_ctx){.head = {pt->store},
                                               .sink = pt->sink,
-                                              .idem_key = it->msg->idem_key,
+                                              .idem_key = it->e->st.idem_key,
                                               .log_prefix = pt->handler->log_prefix,
                                               .ns = pt->cfg->namespace};
         }

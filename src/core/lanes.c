@@ -31,12 +31,12 @@ struct lanes {
         pthread_cond_t done; /* a job is done */
 };
 
-struct lane_job *lane_job_new(size_t lane, size_t topic, size_t buf, struct pl_msg *const *msgs, size_t n)
+struct lane_job *lane_job_new(size_t lane, size_t topic, size_t buf, struct pl_entry *const *ents, size_t n)
 {
         struct lane_job *j = xcalloc(1, sizeof(*j));
         *j = (struct lane_job){.lane = lane, .topic = topic, .buf = buf, .n = n};
-        j->msgs = xcalloc(n ? n : 1, sizeof(*j->msgs));
-        memcpy(j->msgs, msgs, n * sizeof(*msgs));
+        j->ents = xcalloc(n ? n : 1, sizeof(*j->ents));
+        memcpy(j->ents, ents, n * sizeof(*ents));
         j->commits = xcalloc(n + 1, sizeof(*j->commits));
         return j;
 }
@@ -45,7 +45,7 @@ void lane_job_free(struct lane_job *j)
 {
         if (!j)
                 return;
-        free(j->msgs);
+        free(j->ents);
         free(j->commits);
         free(j);
 }
@@ -68,7 +68,7 @@ static void run_job(struct lanes *ls, struct lane_job *j)
         j->err[0] = '\0';
         if (ls->threaded && !lane_connected(ls, j))
                 return;
-        j->rc = pipeline_process(ls->pl, j->lane, j->topic, j->msgs, j->n, &j->taken, j->commits, &j->nc, j->err,
+        j->rc = pipeline_process(ls->pl, j->lane, j->topic, j->ents, j->n, &j->taken, j->commits, &j->nc, j->err,
                                  sizeof(j->err));
 }
 

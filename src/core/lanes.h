@@ -10,7 +10,7 @@
 /** One batch handed to a lane, and (once done) what became of it. */
 struct lane_job {
         size_t lane, topic, buf; /* buf: the runner's buffer it came from */
-        struct pl_msg **msgs;    /* a copy of the buffer's first n pointers: the runner may grow its buffer */
+        struct pl_entry **ents;  /* a copy of the buffer's first n pointers: the runner may grow its buffer */
         size_t n;
         enum pl_rc rc;
         size_t taken;
@@ -19,7 +19,7 @@ struct lane_job {
         char err[1024];
 };
 
-struct lane_job *lane_job_new(size_t lane, size_t topic, size_t buf, struct pl_msg *const *msgs, size_t n);
+struct lane_job *lane_job_new(size_t lane, size_t topic, size_t buf, struct pl_entry *const *ents, size_t n);
 void lane_job_free(struct lane_job *j);
 
 struct lanes;

@@ -6,6 +6,7 @@
 
 #include "base/config.h"
 #include "core/loader.h"
+#include "core/msg_state.h"
 #include "core/partstate.h"
 #include "core/source.h"
 #include "pg/store.h"
@@ -54,7 +55,7 @@ struct pl_topic {
  */
 struct mode {
         const char *name;
-        enum pl_rc (*process)(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n,
+        enum pl_rc (*process)(struct pl_topic *pt, struct pl_entry *const *ents, size_t n,
                               struct pl_commit *commits, size_t *ncommits, char *err, size_t errsz);
 };
 

@@ -133,17 +133,17 @@ static double seconds_now(void)
         return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-enum pl_rc pipeline_process(struct pipeline *pl, size_t lane, size_t topic_idx, struct pl_msg *const *msgs, size_t n,
+enum pl_rc pipeline_process(struct pipeline *pl, size_t lane, size_t topic_idx, struct pl_entry *const *ents, size_t n,
                             size_t *taken, struct pl_commit *commits, size_t *ncommits, char *err, size_t errsz)
 {
         struct lane *l = &pl->lanes[lane];
         struct pl_topic *pt = &l->topics[topic_idx];
-        *taken = guard_batch_start(pt, msgs, split_take(&l->splits[topic_idx], n));
+        *taken = guard_batch_start(pt, ents, split_take(&l->splits[topic_idx], n));
         fault_point("after_poll");
         timeline_mark("guard");
         double t0 = seconds_now();
-        enum pl_rc rc = pl->modes[topic_idx]->process(pt, msgs, *taken, commits, ncommits, err, errsz);
-        rc = split_after(&l->splits[topic_idx], pt, msgs, *taken, rc, err);
+        enum pl_rc rc = pl->modes[topic_idx]->process(pt, ents, *taken, commits, ncommits, err, errsz);
+        rc = split_after(&l->splits[topic_idx], pt, ents, *taken, rc, err);
         if (rc == PL_OK)
                 metrics_batch(pt->t->name, *taken, seconds_now() - t0);
         else

@@ -37,13 +37,13 @@ int pipeline_concurrent(const struct pipeline *pl, char *err, size_t errsz) __at
 
 /**
  * Process one batch of one topic on a lane: first the crash-loop guard and
- * the splitter, which may take only a prefix of msgs (*taken of them: a
+ * the splitter, which may take only a prefix of ents (*taken of them: a
  * range that crashed runs one message at a time; a batch that failed
  * without a message named is halved, split.h), then the topic's mode (see
  * struct mode) on that. PL_SPLIT: narrowed, retry at once. A partition's
  * batches always run on the same lane (its crash-loop state is the lane's).
  */
-enum pl_rc pipeline_process(struct pipeline *pl, size_t lane, size_t topic_idx, struct pl_msg *const *msgs, size_t n,
+enum pl_rc pipeline_process(struct pipeline *pl, size_t lane, size_t topic_idx, struct pl_entry *const *ents, size_t n,
                             size_t *taken, struct pl_commit *commits, size_t *ncommits, char *err, size_t errsz);
 
 /** After a lane's batch, on the thread that reads them: its counters and

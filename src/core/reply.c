@@ -77,17 +77,17 @@ static const char *refusal(const struct pl_topic *pt, const struct record *rec, 
 }
 
 /* Logged on each attempt; counted by the caller once the batch commits. */
-static void refused(const struct pl_msg *m, const char *dest, const char *why)
+static void refused(const struct pl_msg *m, const char *idem_key, const char *dest, const char *why)
 {
         char mctx[256];
         snprintf(mctx, sizeof(mctx), "topic:%s/%d", m->topic, (int)m->partition);
         if (dest)
                 log_limited(&refused_rl, 1, 1000, LOG_WARN, mctx,
                             "offset %lld: key %s: no reply to '%s': %s (the message is applied)", (long long)m->offset,
-                            m->idem_key, dest, why);
+                            idem_key, dest, why);
         else
                 log_limited(&refused_rl, 1, 1000, LOG_WARN, mctx, "offset %lld: key %s: no reply: %s (the message is applied)",
-                            (long long)m->offset, m->idem_key, why);
+                            (long long)m->offset, idem_key, why);
 }
 
 /* Which of the key's outputs m's reply is: the reply, where m applied the
@@ -101,8 +101,9 @@ static struct msgid_place reply_place(const struct pl_msg *m, int duplicate)
                                     .offset = m->offset};
 }
 
-enum store_rc reply_write(struct pl_topic *pt, const struct pl_msg *m, enum key_status status, const char *response,
-                          int duplicate, int *written, const char **refused_kind, char *err, size_t errsz)
+enum store_rc reply_write(struct pl_topic *pt, const struct pl_msg *m, const char *idem_key, enum key_status status,
+                          const char *response, int duplicate, int *written, const char **refused_kind, char *err,
+                          size_t errsz)
 {
         const struct dedupd_header *to = reply_header(m, pt->t->reply_header);
         const struct dedupd_header *corr = reply_header(m, pt->t->correlation_header);
@@ -115,7 +116,7 @@ enum store_rc reply_write(struct pl_topic *pt, const struct pl_msg *m, enum key_
         *refused_kind = NULL;
         if (to->value_len > REPLY_DEST_MAX || !utf8_text_ok(to->value, to->value_len)) {
                 *refused_kind = "invalid";
-                refused(m, NULL, to->value_len > REPLY_DEST_MAX ? "its reply-to is longer than any broker's names"
+                refused(m, idem_key, NULL, to->value_len > REPLY_DEST_MAX ? "its reply-to is longer than any broker's names"
                                                                 : "its reply-to is not UTF-8 text");
                 return STORE_OK;
         }
@@ -125,13 +126,13 @@ enum store_rc reply_write(struct pl_topic *pt, const struct pl_msg *m, enum key_
         const char *status_text = key_status_name(status);
         hdrs[nh++] = (struct dedupd_header){"dedupd.status", status_text, strlen(status_text)};
         hdrs[nh++] = (struct dedupd_header){"dedupd.duplicate", duplicate ? "true" : "false", duplicate ? 4 : 5};
-        const struct outbox_msg o = {m->idem_key, reply_place(m, duplicate),
+        const struct outbox_msg o = {idem_key, reply_place(m, duplicate),
                                      {dest, corr ? corr->value : NULL, corr ? corr->value_len : 0, response,
                                       response ? strlen(response) : 0, hdrs, nh, NULL, 0, NULL}};
         enum store_rc rc = STORE_OK;
         if ((no = refusal(pt, &o.rec, &kind, why, sizeof(why)))) {
                 *refused_kind = kind;
-                refused(m, dest, no);
+                refused(m, idem_key, dest, no);
         } else if (!(rc = store_outbox_insert(pt->store, pt->cfg->namespace, &o, err, errsz)))
                 *written = 1;
         free(dest);

@@ -59,7 +59,7 @@ static const char behind_reason[] = "its worker is behind (batches buffered)";
 struct tbuf {
         size_t topic, lane;
         size_t inflight;       /* the first inflight messages are a batch its lane runs now; 0: none */
-        struct pl_msg **msgs;
+        struct pl_entry **ents; /* each message beside the protocol's state of it (in r->pool) */
         size_t cnt, cap;
         int64_t first_ms;      /* when the oldest buffered message arrived */
         int64_t retry_at;      /* 0: no failed batch waiting; else when it is tried again */
@@ -90,6 +90,9 @@ struct runner {
         struct pipeline *pl;
         struct sink sink;
         struct source *src;
+        struct pl_pool pool;       /* the entries of the buffered messages */
+        struct pl_msg **done_msgs; /* room to tell ops->done which messages committed */
+        size_t done_cap;
         int64_t last_relay_ms;
         struct tbuf *bufs; /* one per topic and lane: topic * nlanes + lane */
         size_t nbufs, nlanes;
@@ -165,11 +168,10 @@ static void quiesce(struct runner *r)
                         finish(r, j, &not_stopping);
 }
 
-/* The protocol's state of m freed, the message given back to its source. */
-static void give_back(struct runner *r, struct pl_msg *m)
+/* The protocol's state of e's message freed, the message given back to its source. */
+static void give_back(struct runner *r, struct pl_entry *e)
 {
-        pl_msg_clear(m);
-        r->src->ops->release(r->src, m);
+        r->src->ops->release(r->src, pl_pool_give(&r->pool, e));
 }
 
 static void buffer(struct runner *r, struct pl_msg *m)
@@ -179,13 +181,13 @@ static void buffer(struct runner *r, struct pl_msg *m)
                 return;
         if (b->cnt == b->cap) {
                 size_t cap = b->cap ? b->cap * 2 : 64;
-                struct pl_msg **nm = xrealloc(b->msgs, cap * sizeof(*nm));
-                b->msgs = nm;
+                struct pl_entry **ne = xrealloc(b->ents, cap * sizeof(*ne));
+                b->ents = ne;
                 b->cap = cap;
         }
         if (b->cnt == 0)
                 b->first_ms = log_now_ms();
-        b->msgs[b->cnt++] = m;
+        b->ents[b->cnt++] = pl_pool_take(&r->pool, m);
         b->bytes += m->value_len;
         tbuf_behind(r, b);
 }
@@ -209,13 +211,13 @@ static void purge(struct runner *r, const struct pl_part *parts, size_t n, const
                 struct tbuf *b = &r->bufs[bi];
                 size_t keep = 0, t = b->topic;
                 for (size_t i = 0; i < b->cnt; i++) {
-                        struct pl_msg *m = b->msgs[i];
-                        if (!parts || part_listed(parts, n, t, m->partition)) {
-                                b->bytes -= m->value_len;
-                                give_back(r, m);
+                        struct pl_entry *e = b->ents[i];
+                        if (!parts || part_listed(parts, n, t, e->msg->partition)) {
+                                b->bytes -= e->msg->value_len;
+                                give_back(r, e);
                                 dropped++;
                         } else {
-                                b->msgs[keep++] = m;
+                                b->ents[keep++] = e;
                         }
                 }
                 b->cnt = keep;
@@ -355,12 +357,13 @@ static void watch_update(struct runner *r)
 }
 
 /* A message of a partition that awaits its position is dropped (it is
- * fetched again from there); the first a partition delivers is remembered. */
+ * fetched again from there: given back before the protocol knew of it); the
+ * first a partition delivers is remembered. */
 static int part_takes(struct runner *r, struct pl_msg *m)
 {
         struct assigned *a = part_find(r, m->topic_idx, m->partition);
         if (a && a->awaiting) {
-                give_back(r, m);
+                r->src->ops->release(r->src, m);
                 return 0;
         }
         if (a && a->first < 0) {
@@ -609,10 +612,10 @@ static void batch_done(struct runner *r, size_t bi, size_t n)
         struct tbuf *b = &r->bufs[bi];
         size_t t = b->topic;
         for (size_t i = 0; i < n; i++) {
-                b->bytes -= b->msgs[i]->value_len;
-                give_back(r, b->msgs[i]);
+                b->bytes -= b->ents[i]->msg->value_len;
+                give_back(r, b->ents[i]);
         }
-        memmove(b->msgs, b->msgs + n, (b->cnt - n) * sizeof(*b->msgs));
+        memmove(b->ents, b->ents + n, (b->cnt - n) * sizeof(*b->ents));
         b->cnt -= n;
         tbuf_behind(r, b);
         b->first_ms = log_now_ms();
@@ -662,7 +665,7 @@ static void batch_failed(struct runner *r, size_t bi, size_t n, const char *err)
         b->backoff_ms = b->backoff_ms * 2 > tc->retry_backoff_max_ms ? tc->retry_backoff_max_ms : b->backoff_ms * 2;
         if (b->backoff_ms < 1)
                 b->backoff_ms = 1;
-        report_stuck(r, bi, ctx, b->msgs[0], err);
+        report_stuck(r, bi, ctx, b->ents[0]->msg, err);
 }
 
 /* The messages the next batch of topic t takes: batch.max_messages at most,
@@ -673,12 +676,12 @@ static size_t batch_size(const struct runner *r, size_t bi)
         size_t t = b->topic;
         size_t max = (size_t)r->cfg->topics[t].batch_max_messages, bytes = 0, n = 0;
         while (n < b->cnt && n < max) {
-                if (n > 0 && bytes + b->msgs[n]->value_len > (size_t)r->cfg->limit_batch_bytes) {
+                if (n > 0 && bytes + b->ents[n]->msg->value_len > (size_t)r->cfg->limit_batch_bytes) {
                         log_debug("runner", "topic %s: batch of %zu closed at %zu payload bytes (limits.batch_bytes %d)",
                                   r->cfg->topics[t].name, n, bytes, r->cfg->limit_batch_bytes);
                         break;
                 }
-                bytes += b->msgs[n++]->value_len;
+                bytes += b->ents[n++]->msg->value_len;
         }
         return n;
 }
@@ -712,13 +715,25 @@ static void dispatch(struct runner *r, size_t bi, volatile sig_atomic_t *stop)
 {
         struct tbuf *b = &r->bufs[bi];
         size_t n = batch_size(r, bi); /* n: up to 100,000 */
-        struct lane_job *j = lane_job_new(b->lane, b->topic, bi, b->msgs, n);
+        struct lane_job *j = lane_job_new(b->lane, b->topic, bi, b->ents, n);
         b->inflight = n;
         if (!lanes_threaded(r->lanes))
                 timeline_begin();
         lanes_submit(r->lanes, j);
         if (!lanes_threaded(r->lanes) && (j = lanes_collect(r->lanes, 0)))
                 finish(r, j, stop);
+}
+
+/* After the ack: the source learns exactly which messages (b's first n) committed. */
+static void tell_done(struct runner *r, const struct tbuf *b, size_t n)
+{
+        if (n > r->done_cap) {
+                r->done_msgs = xrealloc(r->done_msgs, n * sizeof(*r->done_msgs));
+                r->done_cap = n;
+        }
+        for (size_t i = 0; i < n; i++)
+                r->done_msgs[i] = b->ents[i]->msg;
+        r->src->ops->done(r->src, r->done_msgs, n);
 }
 
 /* A lane's batch is over: committed and acknowledged, or put in backoff. */
@@ -746,7 +761,7 @@ static void finish(struct runner *r, struct lane_job *j, volatile sig_atomic_t *
                 batch_not_done(r, bi, n ? n : j->n, rc, j->err, stop);
         } else {
                 if (r->src->ops->done)
-                        r->src->ops->done(r->src, b->msgs, n);
+                        tell_done(r, b, n);
                 fault_point("after_ack");
                 batch_done(r, bi, n);
         }
@@ -1149,7 +1164,9 @@ void runner_free(struct runner *r)
         log_ratelimit_flush(&r->rl_pos);
         lanes_stop(r->lanes);
         for (size_t bi = 0; bi < r->nbufs; bi++)
-                free(r->bufs[bi].msgs);
+                free(r->bufs[bi].ents);
+        pl_pool_free(&r->pool);
+        free(r->done_msgs);
         free(r->bufs);
         free(r->parts);
         free(r);

@@ -9,12 +9,12 @@ static void locked_publish(void *opaque, const struct record *recs, size_t n, st
         pthread_mutex_unlock(&l->lock);
 }
 
-static int locked_dead_letter(void *opaque, const char *dlq_topic, const char *ns, struct pl_msg *const *msgs,
-                              size_t n, char *err, size_t errsz)
+static int locked_dead_letter(void *opaque, const char *dlq_topic, const char *ns,
+                              const struct pl_dead_letter *letters, size_t n, char *err, size_t errsz)
 {
         struct sink_lock *l = opaque;
         pthread_mutex_lock(&l->lock);
-        int rc = l->inner.dead_letter(l->inner.opaque, dlq_topic, ns, msgs, n, err, errsz);
+        int rc = l->inner.dead_letter(l->inner.opaque, dlq_topic, ns, letters, n, err, errsz);
         pthread_mutex_unlock(&l->lock);
         return rc;
 }

@@ -17,7 +17,9 @@
  * letters, the outbox) and says when the broker has it.
  */
 
-/** One message, as a source hands it over. */
+/** One message, as a source hands it over: transport data only. What the
+ *  protocol learns of it (its key, fingerprint, why it is dead-lettered,
+ *  its failed attempts) the runner keeps beside it (core/msg_state.h). */
 struct pl_msg {
         size_t topic_idx; /* the topic's place in the config */
         const char *topic;
@@ -33,19 +35,16 @@ struct pl_msg {
         struct dedupd_header *props; /* the broker's properties by name ({amqp:NAME}); NULL: none */
         size_t prop_cnt;
         void *source; /* the source's own message, owned by the source */
+};
 
-        /* The pipeline's state, kept across attempts of the same batch: the
-         * protocol's to set and to free (before it gives the message back),
-         * never the source's. */
-        char *idem_key;     /* derived once */
-        char *key_text;     /* the key's text when idem_key is its hash (stored beside it), else NULL */
-        char fingerprint[65];
-        char stored_fingerprint[65]; /* set when a duplicate's fingerprint differs */
-        char *dlq_reason;   /* set: the message goes to the dead-letter topic */
-        int derived;        /* the key was derived (or found underivable) */
-        int dead_lettered;  /* the dead-letter write was acknowledged */
-        int attempts;       /* failed attempts so far (handler RETRY, or what fail_reason says) */
-        char *fail_reason;  /* what the last failed attempt was, as a phrase ("handler returned RETRY") */
+/** A message for the dead-letter topic, and what dedupd says of it in its
+ *  dedupd.* headers. */
+struct pl_dead_letter {
+        const struct pl_msg *msg;
+        const char *reason;             /* why (never NULL) */
+        const char *idem_key;           /* NULL: no key could be derived */
+        const char *fingerprint;        /* the message's; NULL: none */
+        const char *stored_fingerprint; /* the first one's, when they differ (a mismatch); else NULL */
 };
 
 /** A partition of a configured topic. */
@@ -80,7 +79,7 @@ struct source_ops {
          *  source_events the source was made with. */
         struct pl_msg *(*poll)(struct source *src, int timeout_ms);
         /** Give back a message the runner is done with (acknowledged or
-         *  dropped); the runner has freed its own state of it already. */
+         *  dropped). */
         void (*release)(struct source *src, struct pl_msg *m);
         /** After COMMIT: each partition is done up to next_offset. */
         void (*ack)(struct source *src, const struct pl_commit *commits, size_t n);
@@ -157,9 +156,10 @@ struct sink {
          *  broker's answers. One record's refusal never stops the others;
          *  a broker that cannot be reached leaves the rest UNSENT. */
         void (*publish)(void *opaque, const struct record *recs, size_t n, struct sink_outcome *out);
-        /** msgs unchanged plus dedupd's headers (reason, origin, key) to the
-         *  dead-letter topic; 0 only once the broker has acknowledged every one. */
-        int (*dead_letter)(void *opaque, const char *dlq_topic, const char *ns, struct pl_msg *const *msgs,
+        /** Each letter's message unchanged plus dedupd's headers (reason,
+         *  origin, key, fingerprints) to the dead-letter topic; 0 only once
+         *  the broker has acknowledged every one. */
+        int (*dead_letter)(void *opaque, const char *dlq_topic, const char *ns, const struct pl_dead_letter *letters,
                            size_t n, char *err, size_t errsz);
         void *opaque;
         /** Optional: -1 and why when the broker could never take rec (its

@@ -37,20 +37,21 @@ static void narrow(struct split *s, const struct pl_topic *pt, const struct pl_m
 }
 
 /* The message ran alone and failed: that was its own attempt. */
-static void blame(struct split *s, const struct pl_topic *pt, struct pl_msg *m, const char *err)
+static void blame(struct split *s, const struct pl_topic *pt, struct pl_entry *e, const char *err)
 {
+        const struct pl_msg *m = e->msg;
         char mctx[256];
         if (!s->limit) {
                 s->limit = 1;
                 s->left = 1;
         }
-        step_attempt(m, "%s", err);
+        step_attempt(&e->st, "%s", err);
         snprintf(mctx, sizeof(mctx), "topic:%s/%d", m->topic, (int)m->partition);
-        log_warn(mctx, "offset %lld: %s (attempt %d of %d)", (long long)m->offset, err, m->attempts,
+        log_warn(mctx, "offset %lld: %s (attempt %d of %d)", (long long)m->offset, err, e->st.attempts,
                  pt->t->retry_max_attempts);
 }
 
-enum pl_rc split_after(struct split *s, const struct pl_topic *pt, struct pl_msg *const *msgs, size_t n,
+enum pl_rc split_after(struct split *s, const struct pl_topic *pt, struct pl_entry *const *ents, size_t n,
                        enum pl_rc rc, const char *err)
 {
         if (rc == PL_OK)
@@ -58,9 +59,9 @@ enum pl_rc split_after(struct split *s, const struct pl_topic *pt, struct pl_msg
         if (rc != PL_SPLIT || !n)
                 return rc;
         if (n == 1) {
-                blame(s, pt, msgs[0], err);
+                blame(s, pt, ents[0], err);
                 return PL_RETRY;
         }
-        narrow(s, pt, msgs[0], n, err);
+        narrow(s, pt, ents[0]->msg, n, err);
         return PL_SPLIT;
 }

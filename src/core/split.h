@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "core/mode.h"
+#include "core/msg_state.h"
 
 /*
  * A mode returns PL_SPLIT when its batch failed because of one of its
@@ -26,10 +27,10 @@ struct split {
 /** How many of the n messages at hand the next batch takes. */
 size_t split_take(const struct split *s, size_t n);
 
-/** The result rc of the batch msgs[0, n) of topic pt: PL_SPLIT on a batch
+/** The result rc of the batch ents[0, n) of topic pt: PL_SPLIT on a batch
  *  of several (narrowed: retry at once), an attempt of the message when it
  *  ran alone (then PL_RETRY: retried with backoff); rc otherwise. */
-enum pl_rc split_after(struct split *s, const struct pl_topic *pt, struct pl_msg *const *msgs, size_t n,
+enum pl_rc split_after(struct split *s, const struct pl_topic *pt, struct pl_entry *const *ents, size_t n,
                        enum pl_rc rc, const char *err);
 
 /** The topic's buffered messages are gone (revoked): whole batches again. */

@@ -18,54 +18,56 @@
 #include "base/log.h"
 #include "core/guard.h"
 
-static void set_reason(struct pl_msg *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_reason(struct pl_state *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The first reason found stays (a crash loop, found before the key is derived). */
-#define FIRST_REASON(m, ...)                                                                               \
+#define FIRST_REASON(st, ...)                                                                              \
         do {                                                                                               \
-                if (!(m)->dlq_reason)                                                                      \
-                        set_reason((m), __VA_ARGS__);                                                      \
+                if (!(st)->dlq_reason)                                                                     \
+                        set_reason((st), __VA_ARGS__);                                                     \
         } while (0)
-static void set_reason(struct pl_msg *m, const char *fmt, ...)
+static void set_reason(struct pl_state *st, const char *fmt, ...)
 {
         va_list ap;
-        free(m->dlq_reason);
+        free(st->dlq_reason);
         va_start(ap, fmt);
-        m->dlq_reason = xvasprintf(fmt, ap);
+        st->dlq_reason = xvasprintf(fmt, ap);
         va_end(ap);
 }
 
-static void fingerprint(const struct topic_conf *t, struct pl_msg *m)
+static void fingerprint(const struct topic_conf *t, struct pl_entry *e)
 {
+        const struct pl_msg *m = e->msg;
         unsigned char md[SHA256_DIGEST_LENGTH];
         if (t->fingerprint_fields) {
-                keyspec_fingerprint(t->fingerprint_fields, m->value, m->value_len, m->fingerprint);
+                keyspec_fingerprint(t->fingerprint_fields, m->value, m->value_len, e->st.fingerprint);
                 return;
         }
         SHA256(m->value ? m->value : (const void *)"", m->value_len, md);
-        hex_encode(md, SHA256_DIGEST_LENGTH, m->fingerprint);
+        hex_encode(md, SHA256_DIGEST_LENGTH, e->st.fingerprint);
 }
 
 /* The limits a message must keep before anything reads it (README,
  * Limits), or the reason it is dead-lettered. */
-static int over_limits(const struct pl_topic *pt, struct pl_msg *m)
+static int over_limits(const struct pl_topic *pt, struct pl_entry *e)
 {
+        const struct pl_msg *m = e->msg;
         const struct topic_conf *t = pt->t;
         const struct config *cfg = pt->cfg;
         size_t depth;
 
         if (m->value_len > (size_t)t->max_payload_bytes) {
-                FIRST_REASON(m, "payload too large: %zu bytes exceeds %s (%d)", m->value_len,
+                FIRST_REASON(&e->st, "payload too large: %zu bytes exceeds %s (%d)", m->value_len,
                            t->payload_bytes_own ? "topics[].max_payload_bytes" : "limits.payload_bytes",
                            t->max_payload_bytes);
                 return 1;
         }
         if (m->header_cnt > (size_t)cfg->limit_headers) {
-                FIRST_REASON(m, "%zu headers exceed limits.headers (%d)", m->header_cnt, cfg->limit_headers);
+                FIRST_REASON(&e->st, "%zu headers exceed limits.headers (%d)", m->header_cnt, cfg->limit_headers);
                 return 1;
         }
         if ((keyspec_needs_json(t->keyspec) || t->fingerprint_fields) &&
             (depth = json_depth_over(m->value, m->value_len, (size_t)cfg->limit_json_depth))) {
-                FIRST_REASON(m, "payload is JSON nested more than %zu levels deep: exceeds limits.json_depth (%d)", depth - 1,
+                FIRST_REASON(&e->st, "payload is JSON nested more than %zu levels deep: exceeds limits.json_depth (%d)", depth - 1,
                            cfg->limit_json_depth);
                 return 1;
         }
@@ -73,76 +75,95 @@ static int over_limits(const struct pl_topic *pt, struct pl_msg *m)
 }
 
 /* The key and fingerprint, or the reason there is none. */
-static void derive(const struct pl_topic *pt, struct pl_msg *m)
+static void derive(const struct pl_topic *pt, struct pl_entry *e)
 {
+        const struct pl_msg *m = e->msg;
         const struct topic_conf *t = pt->t;
         char key[KEYSPEC_MAX_KEY_LEN + 1];
         char why[512];
 
-        if (over_limits(pt, m))
+        if (over_limits(pt, e))
                 return;
         struct record in = {.key = m->key, .key_len = m->key_len, .value = m->value, .value_len = m->value_len,
                             .headers = m->headers, .header_cnt = m->header_cnt,
                             .props = m->props, .prop_cnt = m->prop_cnt};
-        if (keyspec_derive_text(t->keyspec, &in, (size_t)pt->cfg->limit_key_bytes, key, sizeof(key), &m->key_text,
+        if (keyspec_derive_text(t->keyspec, &in, (size_t)pt->cfg->limit_key_bytes, key, sizeof(key), &e->st.key_text,
                                 why, sizeof(why))) {
-                FIRST_REASON(m, "key: %s", why);
+                FIRST_REASON(&e->st, "key: %s", why);
                 return;
         }
-        m->idem_key = xstrdup(key);
-        fingerprint(t, m);
+        e->st.idem_key = xstrdup(key);
+        fingerprint(t, e);
 }
 
-void step_prepare(const struct pl_topic *pt, struct pl_msg *m)
+void step_prepare(const struct pl_topic *pt, struct pl_entry *e)
 {
         const struct topic_conf *t = pt->t;
-        if (!m->derived) {
-                m->derived = 1;
-                derive(pt, m);
+        struct pl_state *st = &e->st;
+        if (!st->derived) {
+                st->derived = 1;
+                derive(pt, e);
         }
-        if (!m->dlq_reason && m->attempts >= t->retry_max_attempts)
-                set_reason(m, "%s %d times (retry.max_attempts)",
-                           m->fail_reason ? m->fail_reason : "handler returned RETRY", m->attempts);
+        if (!st->dlq_reason && st->attempts >= t->retry_max_attempts)
+                set_reason(st, "%s %d times (retry.max_attempts)",
+                           st->fail_reason ? st->fail_reason : "handler returned RETRY", st->attempts);
 }
 
-void step_attempt(struct pl_msg *m, const char *fmt, ...)
+void step_attempt(struct pl_state *st, const char *fmt, ...)
 {
         va_list ap;
-        m->attempts++;
-        free(m->fail_reason);
+        st->attempts++;
+        free(st->fail_reason);
         va_start(ap, fmt);
-        m->fail_reason = xvasprintf(fmt, ap);
+        st->fail_reason = xvasprintf(fmt, ap);
         va_end(ap);
 }
 
-int step_dead_letter(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n, char *err, size_t errsz)
+/* What the sink is told of e: the message, and dedupd's words on it. */
+static struct pl_dead_letter letter_of(const struct pl_entry *e)
+{
+        const struct pl_state *st = &e->st;
+        return (struct pl_dead_letter){.msg = e->msg,
+                                       .reason = st->dlq_reason ? st->dlq_reason : "unknown",
+                                       .idem_key = st->idem_key,
+                                       .fingerprint = st->fingerprint[0] ? st->fingerprint : NULL,
+                                       .stored_fingerprint = st->stored_fingerprint[0] ? st->stored_fingerprint : NULL};
+}
+
+int step_dead_letter(struct pl_topic *pt, struct pl_entry *const *ents, size_t n, char *err, size_t errsz)
 {
         if (!n)
                 return 0;
-        if (pt->sink->dead_letter(pt->sink->opaque, pt->t->dlq_topic, pt->cfg->namespace, msgs, n, err, errsz))
+        struct pl_dead_letter *letters = xcalloc(n, sizeof(*letters)); /* n: up to 100,000 */
+        for (size_t i = 0; i < n; i++)
+                letters[i] = letter_of(ents[i]);
+        int rc = pt->sink->dead_letter(pt->sink->opaque, pt->t->dlq_topic, pt->cfg->namespace, letters, n, err, errsz);
+        free(letters);
+        if (rc)
                 return -1;
         fault_point("after_dlq");
         for (size_t i = 0; i < n; i++) {
-                msgs[i]->dead_lettered = 1;
-                log_warn(pt->ctx, "partition %d offset %lld dead-lettered to %s: %s", (int)msgs[i]->partition,
-                         (long long)msgs[i]->offset, pt->t->dlq_topic, msgs[i]->dlq_reason);
+                ents[i]->st.dead_lettered = 1;
+                log_warn(pt->ctx, "partition %d offset %lld dead-lettered to %s: %s", (int)ents[i]->msg->partition,
+                         (long long)ents[i]->msg->offset, pt->t->dlq_topic, ents[i]->st.dlq_reason);
         }
         return 0;
 }
 
-enum mismatch_verdict step_mismatch(struct pl_topic *pt, struct pl_msg *m, const char *first)
+enum mismatch_verdict step_mismatch(struct pl_topic *pt, struct pl_entry *e, const char *first)
 {
+        struct pl_state *st = &e->st;
         int letter = pt->t->on_mismatch == MISMATCH_DEAD_LETTER;
-        if (!first || !*first || !strcmp(first, m->fingerprint))
+        if (!first || !*first || !strcmp(first, st->fingerprint))
                 return MISMATCH_NONE;
         log_warn(pt->ctx, "key %s: fingerprint mismatch at partition %d offset %lld: first %.16s…, "
                           "this message %.16s… (%s)",
-                 m->idem_key, (int)m->partition, (long long)m->offset, first, m->fingerprint,
+                 st->idem_key, (int)e->msg->partition, (long long)e->msg->offset, first, st->fingerprint,
                  letter ? "dead-lettered" : "absorbed");
         if (!letter)
                 return MISMATCH_KEEP;
-        snprintf(m->stored_fingerprint, sizeof(m->stored_fingerprint), "%s", first);
-        set_reason(m, "fingerprint mismatch: same key, different payload");
+        snprintf(st->stored_fingerprint, sizeof(st->stored_fingerprint), "%s", first);
+        set_reason(st, "fingerprint mismatch: same key, different payload");
         return MISMATCH_LETTER;
 }
 

@@ -5,23 +5,24 @@
 #include <stddef.h>
 
 #include "core/mode.h"
+#include "core/msg_state.h"
 #include "pg/offsets.h"
 
 /** Derive key and fingerprint once per message (kept across attempts), and
  *  set dlq_reason for what cannot be processed (oversized, no key, retry
  *  budget spent). A reason set before (the crash-loop guard's) is kept, and
  *  the key is still derived so the dead letter names it. */
-void step_prepare(const struct pl_topic *pt, struct pl_msg *m);
+void step_prepare(const struct pl_topic *pt, struct pl_entry *e);
 
-/** A failed attempt of m, and what it was (a phrase: "handler returned
- *  RETRY"): once retry.max_attempts are spent, step_prepare dead-letters
- *  m with it. */
-void step_attempt(struct pl_msg *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** A failed attempt of a message (st its state), and what it was (a
+ *  phrase: "handler returned RETRY"): once retry.max_attempts are spent,
+ *  step_prepare dead-letters the message with it. */
+void step_attempt(struct pl_state *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/** Write msgs (each with its dlq_reason) to the topic's dead-letter topic;
- *  only once the broker acknowledged every one are they marked
- *  dead_lettered (and logged). -1: nothing may be acknowledged. */
-int step_dead_letter(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n, char *err, size_t errsz)
+/** Write ents' messages (each with its dlq_reason) to the topic's
+ *  dead-letter topic; only once the broker acknowledged every one are they
+ *  marked dead_lettered (and logged). -1: nothing may be acknowledged. */
+int step_dead_letter(struct pl_topic *pt, struct pl_entry *const *ents, size_t n, char *err, size_t errsz)
         __attribute__((warn_unused_result));
 
 enum mismatch_verdict {
@@ -31,7 +32,7 @@ enum mismatch_verdict {
 };
 /** Same key, another fingerprint than the first one's: a key-design bug or
  *  a client bug, judged by fingerprint.on_mismatch. */
-enum mismatch_verdict step_mismatch(struct pl_topic *pt, struct pl_msg *m, const char *first_fingerprint);
+enum mismatch_verdict step_mismatch(struct pl_topic *pt, struct pl_entry *e, const char *first_fingerprint);
 
 /** After a COMMIT of prog: fill commits[], add to the stats, remember each
  *  partition's verified position and forget its crash-loop ledger rows.

@@ -83,12 +83,12 @@ static void report_conflict(struct txn *x, int known)
         x->reported = 1;
         for (size_t j = 0; known && j < x->b.nkeys; j++) {
                 const struct batch_item *it = &x->b.items[x->b.keys[j]];
-                if (it->state != ITEM_KNOWN || !probed_fresh(x, it->msg->idem_key))
+                if (it->state != ITEM_KNOWN || !probed_fresh(x, it->e->st.idem_key))
                         continue;
                 if (key)
                         more++;
                 else
-                        key = it->msg->idem_key;
+                        key = it->e->st.idem_key;
         }
         if (!key)
                 log_info(x->pt->ctx, "a key of the batch was claimed by another transaction meanwhile: batch retried "
@@ -107,7 +107,7 @@ static void report_conflict(struct txn *x, int known)
 static enum pl_rc derive_keys(struct txn *x)
 {
         for (size_t i = 0; i < x->b.n; i++)
-                step_prepare(x->pt, x->b.items[i].msg);
+                step_prepare(x->pt, x->b.items[i].e);
         return PL_OK;
 }
 
@@ -118,10 +118,10 @@ static enum pl_rc dead_letter_unkeyable(struct txn *x)
         size_t n = 0;
         if (!batch_mark_dead_letters(&x->b))
                 return PL_OK;
-        struct pl_msg **todo = xcalloc(x->b.n, sizeof(*todo));
+        struct pl_entry **todo = xcalloc(x->b.n, sizeof(*todo));
         for (size_t i = 0; i < x->b.n; i++)
-                if (x->b.items[i].state == ITEM_DEAD_LETTER && !x->b.items[i].msg->dead_lettered)
-                        todo[n++] = x->b.items[i].msg;
+                if (x->b.items[i].state == ITEM_DEAD_LETTER && !x->b.items[i].e->st.dead_lettered)
+                        todo[n++] = x->b.items[i].e;
         enum pl_rc rc = step_dead_letter(x->pt, todo, n, x->err, x->errsz) ? PL_DLQ_FAILED : PL_OK;
         free(todo);
         return rc;
@@ -136,7 +136,7 @@ static void keep_outcome(void *opaque, const char *key, enum key_status status, 
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
                 struct batch_item *it = &x->b.items[x->b.keys[mid]];
-                int c = strcmp(it->msg->idem_key, key);
+                int c = strcmp(it->e->st.idem_key, key);
                 if (c == 0) {
                         it->stored = (struct first_outcome){status, response ? xstrdup(response) : NULL,
                                                             fingerprint ? xstrdup(fingerprint) : NULL};
@@ -160,7 +160,7 @@ static int *wanted_outcomes(const struct txn *x)
         int all = log_level_current >= LOG_DEBUG;
         int *want = xcalloc(x->b.n ? x->b.n : 1, sizeof(*want));
         for (size_t i = 0; (all || (t->reply_header && *t->reply_header)) && i < x->b.n; i++)
-                if (x->b.items[i].state != ITEM_DEAD_LETTER && (all || reply_wanted(t, x->b.items[i].msg)))
+                if (x->b.items[i].state != ITEM_DEAD_LETTER && (all || reply_wanted(t, x->b.items[i].e->msg)))
                         want[x->b.items[i].first] = 1;
         return want;
 }
@@ -182,9 +182,10 @@ static enum pl_rc claim(struct txn *x)
 
         x->claims = xcalloc(k ? k : 1, sizeof(*x->claims));
         for (size_t j = 0; j < k; j++) {
-                const struct pl_msg *m = x->b.items[x->b.keys[j]].msg;
-                x->claims[j] = (struct store_claim_row){.key = m->idem_key, .key_text = m->key_text, .topic = m->topic,
-                                                        .fingerprint = m->fingerprint, .partition = m->partition,
+                const struct pl_msg *m = x->b.items[x->b.keys[j]].e->msg;
+                const struct pl_state *st = &x->b.items[x->b.keys[j]].e->st;
+                x->claims[j] = (struct store_claim_row){.key = st->idem_key, .key_text = st->key_text, .topic = m->topic,
+                                                        .fingerprint = st->fingerprint, .partition = m->partition,
                                                         .offset = m->offset, .want_outcome = want[x->b.keys[j]]};
         }
         free(want);
@@ -206,7 +207,7 @@ static enum pl_rc claim(struct txn *x)
                 fresh[j] = x->claims[j].fresh;
                 it->row = x->claims[j].row;
                 if (x->claims[j].matched) /* stored with this very fingerprint */
-                        it->stored.fingerprint = xstrdup(it->msg->fingerprint);
+                        it->stored.fingerprint = xstrdup(it->e->st.fingerprint);
         }
         batch_claimed(&x->b, fresh);
         free(fresh);
@@ -219,26 +220,26 @@ static enum pl_rc claim(struct txn *x)
  *    acknowledge them, the batch rolls back and nothing is acknowledged. */
 static enum pl_rc handle_mismatches(struct txn *x)
 {
-        struct pl_msg **letters = xcalloc(x->b.n ? x->b.n : 1, sizeof(*letters));
+        struct pl_entry **letters = xcalloc(x->b.n ? x->b.n : 1, sizeof(*letters));
         enum pl_rc rc = PL_OK;
         size_t n = 0;
         for (size_t i = 0; i < x->b.n; i++) {
                 struct batch_item *it = &x->b.items[i];
                 if (it->state != ITEM_REPEAT && it->state != ITEM_KNOWN)
                         continue;
-                enum mismatch_verdict v = step_mismatch(x->pt, it->msg, batch_first_fingerprint(&x->b, it));
+                enum mismatch_verdict v = step_mismatch(x->pt, it->e, batch_first_fingerprint(&x->b, it));
                 it->mismatch = v != MISMATCH_NONE;
                 if (v == MISMATCH_LETTER) {
                         it->state = ITEM_DEAD_LETTER;
-                        letters[n++] = it->msg;
+                        letters[n++] = it->e;
                 }
         }
         if (n && step_dead_letter(x->pt, letters, n, x->err, x->errsz)) {
                 store_rollback(x->pt->store);
                 for (size_t i = 0; i < n; i++) {
-                        free(letters[i]->dlq_reason);
-                        letters[i]->dlq_reason = NULL;
-                        letters[i]->stored_fingerprint[0] = '\0';
+                        free(letters[i]->st.dlq_reason);
+                        letters[i]->st.dlq_reason = NULL;
+                        letters[i]->st.stored_fingerprint[0] = '\0';
                 }
                 rc = PL_DLQ_FAILED;
         }
@@ -264,11 +265,12 @@ static enum pl_rc insert_keys(struct txn *x)
         enum store_rc rc;
         for (size_t j = 0; j < x->b.nkeys; j++) { /* key order */
                 const struct batch_item *it = &x->b.items[x->b.keys[j]];
-                const struct pl_msg *m = it->msg;
+                const struct pl_msg *m = it->e->msg;
+                const struct pl_state *st = &it->e->st;
                 if (it->state != ITEM_APPLIED && it->state != ITEM_REJECTED)
                         continue;
-                rows[n++] = (struct store_key_row){.key = m->idem_key, .key_text = m->key_text, .topic = m->topic,
-                                                   .fingerprint = m->fingerprint, .partition = m->partition,
+                rows[n++] = (struct store_key_row){.key = st->idem_key, .key_text = st->key_text, .topic = m->topic,
+                                                   .fingerprint = st->fingerprint, .partition = m->partition,
                                                    .offset = m->offset, .status = batch_status(it),
                                                    .response = batch_response(it)};
         }
@@ -281,7 +283,7 @@ static enum pl_rc insert_keys(struct txn *x)
                 x->probed = xcalloc(x->b.nkeys ? x->b.nkeys : 1, sizeof(*x->probed));
                 for (size_t j = 0; j < x->b.nkeys; j++)
                         if (!x->b.items[x->b.keys[j]].known)
-                                x->probed[x->nprobed++] = x->b.items[x->b.keys[j]].msg->idem_key;
+                                x->probed[x->nprobed++] = x->b.items[x->b.keys[j]].e->st.idem_key;
                 metrics_claim_conflict(t->name);
                 log_debug(x->pt->ctx, "batch of %zu: %s", x->b.n, x->err);
         }
@@ -316,14 +318,14 @@ static enum pl_rc send_replies(struct txn *x)
                 int duplicate = it->state == ITEM_REPEAT || it->state == ITEM_KNOWN, written;
                 enum key_status status;
                 const char *response;
-                if ((!duplicate && it->state != ITEM_APPLIED && it->state != ITEM_REJECTED) || !reply_wanted(t, it->msg))
+                if ((!duplicate && it->state != ITEM_APPLIED && it->state != ITEM_REJECTED) || !reply_wanted(t, it->e->msg))
                         continue;
                 if (duplicate)
                         batch_first_outcome(&x->b, it, &status, &response);
                 else
                         status = batch_status(it), response = batch_response(it);
-                if ((rc = reply_write(x->pt, it->msg, status, response, duplicate, &written, &it->reply_refused, x->err,
-                                      x->errsz)))
+                if ((rc = reply_write(x->pt, it->e->msg, it->e->st.idem_key, status, response, duplicate, &written,
+                                      &it->reply_refused, x->err, x->errsz)))
                         return failed(x, rc);
                 *x->pt->outbox_pending += (size_t)written;
         }
@@ -380,7 +382,7 @@ static size_t committed(struct txn *x, struct pl_commit *commits)
         for (size_t j = 0; j < x->b.nfresh; j++) {
                 const struct batch_item *it = &x->b.items[x->b.fresh[j]];
                 if (it->state == ITEM_REJECTED)
-                        log_info(pt->ctx, "key %s rejected: %s", it->msg->idem_key, batch_response(it));
+                        log_info(pt->ctx, "key %s rejected: %s", it->e->st.idem_key, batch_response(it));
         }
         log_debug(pt->ctx, "batch of %zu: %zu applied or rejected, %zu keys seen before", x->b.n, x->b.nfresh,
                   x->b.nkeys - x->b.nfresh);
@@ -406,11 +408,11 @@ static const struct txn_step {
 };
 
 /* The batch once, step by step. */
-static enum pl_rc txn_attempt(struct txn *x, struct pl_msg *const *msgs, size_t n, struct pl_commit *commits,
+static enum pl_rc txn_attempt(struct txn *x, struct pl_entry *const *ents, size_t n, struct pl_commit *commits,
                               size_t *ncommits)
 {
         enum pl_rc rc = PL_OK;
-        batch_init(&x->b, x->pt->t, msgs, n);
+        batch_init(&x->b, x->pt->t, ents, n);
         for (size_t s = 0; s < sizeof(txn_steps) / sizeof(txn_steps[0]); s++) {
                 rc = txn_steps[s].run(x);
                 timeline_mark(txn_steps[s].name);
@@ -449,14 +451,14 @@ static int contended(const struct txn *x, enum pl_rc rc)
         return x->conflict || rc == PL_SPLIT || (rc == PL_RETRY && store_last_contended(x->pt->store));
 }
 
-static enum pl_rc txn_process(struct pl_topic *pt, struct pl_msg *const *msgs, size_t n, struct pl_commit *commits,
+static enum pl_rc txn_process(struct pl_topic *pt, struct pl_entry *const *ents, size_t n, struct pl_commit *commits,
                               size_t *ncommits, char *err, size_t errsz)
 {
         struct txn x = {.pt = pt, .err = err, .errsz = errsz, .pessimistic = log_now_ms() < pt->optimistic_after};
         enum pl_rc rc;
 
         *ncommits = 0;
-        rc = txn_attempt(&x, msgs, n, commits, ncommits);
+        rc = txn_attempt(&x, ents, n, commits, ncommits);
         if (contended(&x, rc)) {
                 if (!x.conflict)
                         log_info(pt->ctx, "batch of %zu failed (%s): run again at once with a pessimistic claim, in case "
@@ -468,7 +470,7 @@ static enum pl_rc txn_process(struct pl_topic *pt, struct pl_msg *const *msgs, s
                 txn_clear(&x);
                 x.pessimistic = 1;
                 err[0] = '\0';
-                rc = txn_attempt(&x, msgs, n, commits, ncommits);
+                rc = txn_attempt(&x, ents, n, commits, ncommits);
                 report_conflict(&x, 0); /* when the retry failed before its claim */
         }
         watchdog_disarm(pt->watchdog);

@@ -9,7 +9,8 @@
 /* A batch of messages given as "partition:offset:key" (key "-": dead-lettered). */
 struct fixture {
         struct pl_msg msgs[16];
-        struct pl_msg *ptrs[16];
+        struct pl_entry ents[16]; /* each message beside its state, as the runner holds them */
+        struct pl_entry *ptrs[16];
         size_t n;
         struct topic_conf t;
         struct batch b;
@@ -21,18 +22,20 @@ static void fixture(struct fixture *f, const char *const *spec)
         f->t.name = "pay";
         for (; spec[f->n]; f->n++) {
                 struct pl_msg *m = &f->msgs[f->n];
+                struct pl_state *st = &f->ents[f->n].st;
                 char key[64];
                 int p;
                 long long o;
                 if (sscanf(spec[f->n], "%d:%lld:%63s", &p, &o, key) != 3)
                         fail_msg("bad spec %s", spec[f->n]);
                 *m = (struct pl_msg){.topic = "pay", .partition = p, .offset = o};
+                f->ents[f->n].msg = m;
                 if (!strcmp(key, "-"))
-                        m->dlq_reason = strdup("key: missing");
+                        st->dlq_reason = strdup("key: missing");
                 else
-                        m->idem_key = strdup(key);
-                snprintf(m->fingerprint, sizeof(m->fingerprint), "fp-%s", key);
-                f->ptrs[f->n] = m;
+                        st->idem_key = strdup(key);
+                snprintf(st->fingerprint, sizeof(st->fingerprint), "fp-%s", key);
+                f->ptrs[f->n] = &f->ents[f->n];
         }
         batch_init(&f->b, &f->t, f->ptrs, f->n);
 }
@@ -41,7 +44,7 @@ static void fixture_free(struct fixture *f)
 {
         batch_free(&f->b);
         for (size_t i = 0; i < f->n; i++)
-                pl_msg_clear(&f->msgs[i]);
+                pl_state_clear(&f->ents[i].st);
 }
 
 /* Keys are claimed in bytewise order whatever the poll order; a key repeated
@@ -55,9 +58,9 @@ static void dedupe_orders_and_counts_repeats_once(void **state)
         assert_int_equal(batch_mark_dead_letters(&f.b), 1);
         batch_dedupe(&f.b);
         assert_int_equal(f.b.nkeys, 3);
-        assert_string_equal(f.msgs[f.b.keys[0]].idem_key, "B/PAY"); /* bytewise: 'B' < 'a' < 'b' */
-        assert_string_equal(f.msgs[f.b.keys[1]].idem_key, "a/PAY");
-        assert_string_equal(f.msgs[f.b.keys[2]].idem_key, "b/PAY");
+        assert_string_equal(f.ents[f.b.keys[0]].st.idem_key, "B/PAY"); /* bytewise: 'B' < 'a' < 'b' */
+        assert_string_equal(f.ents[f.b.keys[1]].st.idem_key, "a/PAY");
+        assert_string_equal(f.ents[f.b.keys[2]].st.idem_key, "b/PAY");
         assert_int_equal(f.b.keys[1], 1); /* the earliest occurrence holds the key */
         assert_int_equal(f.b.keys[2], 0);
         assert_int_equal(f.b.items[2].state, ITEM_REPEAT);

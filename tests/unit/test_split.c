@@ -9,7 +9,8 @@
 
 struct fixture {
         struct pl_msg msgs[100];
-        struct pl_msg *ptrs[100];
+        struct pl_entry ents[100]; /* each message beside its state, as the runner holds them */
+        struct pl_entry *ptrs[100];
         struct topic_conf t;
         struct pl_topic pt;
         struct split s;
@@ -24,14 +25,15 @@ static void fixture(struct fixture *f)
         snprintf(f->pt.ctx, sizeof(f->pt.ctx), "topic:pay");
         for (int i = 0; i < 100; i++) {
                 f->msgs[i] = (struct pl_msg){.topic = "pay", .offset = i};
-                f->ptrs[i] = &f->msgs[i];
+                f->ents[i].msg = &f->msgs[i];
+                f->ptrs[i] = &f->ents[i];
         }
 }
 
 static void fixture_free(struct fixture *f)
 {
         for (int i = 0; i < 100; i++)
-                pl_msg_clear(&f->msgs[i]);
+                pl_state_clear(&f->ents[i].st);
 }
 
 /* Runs batches from the buffer's head as the runner does: the message at
@@ -40,7 +42,7 @@ static void fixture_free(struct fixture *f)
 static int run_until_blamed(struct fixture *f, size_t first, size_t bad, int attempts)
 {
         int batches = 0;
-        while (f->msgs[bad].attempts < attempts) {
+        while (f->ents[bad].st.attempts < attempts) {
                 size_t n = split_take(&f->s, 100 - first);
                 int fails = first <= bad && bad < first + n;
                 enum pl_rc rc = split_after(&f->s, &f->pt, f->ptrs + first, n, fails ? PL_SPLIT : PL_OK, "refused");
@@ -58,12 +60,12 @@ static void halves_until_alone(void **state)
         (void)state;
         fixture(&f);
         int batches = run_until_blamed(&f, 0, 37, 3);
-        assert_int_equal(f.msgs[37].attempts, 3);
-        assert_string_equal(f.msgs[37].fail_reason, "refused");
+        assert_int_equal(f.ents[37].st.attempts, 3);
+        assert_string_equal(f.ents[37].st.fail_reason, "refused");
         /* Its neighbours never counted an attempt. */
         for (int i = 0; i < 100; i++)
                 if (i != 37)
-                        assert_int_equal(f.msgs[i].attempts, 0);
+                        assert_int_equal(f.ents[i].st.attempts, 0);
         /* log2(100) narrowings and the commits around them, plus three alone. */
         assert_true(batches <= 7 + 7 + 3);
         fixture_free(&f);
@@ -78,7 +80,7 @@ static void narrowed_result_and_alone_result(void **state)
         assert_int_equal(split_after(&f.s, &f.pt, f.ptrs, 100, PL_SPLIT, "x"), PL_SPLIT);
         assert_int_equal(split_take(&f.s, 100), 50);
         assert_int_equal(split_after(&f.s, &f.pt, f.ptrs, 1, PL_SPLIT, "x"), PL_RETRY); /* alone: its own attempt */
-        assert_int_equal(f.msgs[0].attempts, 1);
+        assert_int_equal(f.ents[0].st.attempts, 1);
         /* Other results pass through unchanged. */
         assert_int_equal(split_after(&f.s, &f.pt, f.ptrs, 5, PL_DB_DOWN, "x"), PL_DB_DOWN);
         assert_int_equal(split_after(&f.s, &f.pt, f.ptrs, 5, PL_RETRY, "x"), PL_RETRY);

@@ -318,42 +318,45 @@ static int64_t dlq_limit(const struct producer *q, const char *dlq_topic)
 #define HDR(d_, n_, v_) ((d_)->h[(d_)->rec.header_cnt++] = (struct dedupd_header){(n_), (v_), strlen(v_)})
 
 /* dedupd's own headers: why, from where, which key. */
-static void own_headers(struct dead_letter *d, const struct pl_msg *m, const char *ns)
+static void own_headers(struct dead_letter *d, const struct pl_dead_letter *dl, const char *ns)
 {
+        const struct pl_msg *m = dl->msg;
         snprintf(d->nums[0], sizeof(d->nums[0]), "%" PRId32, m->partition);
         snprintf(d->nums[1], sizeof(d->nums[1]), "%" PRId64, m->offset);
         snprintf(d->nums[2], sizeof(d->nums[2]), "%" PRId64, m->timestamp_ms);
-        HDR(d, "dedupd.reason", m->dlq_reason ? m->dlq_reason : "unknown");
+        HDR(d, "dedupd.reason", dl->reason);
         HDR(d, "dedupd.origin.topic", m->topic);
         HDR(d, "dedupd.origin.partition", d->nums[0]);
         HDR(d, "dedupd.origin.offset", d->nums[1]);
         HDR(d, "dedupd.origin.timestamp", d->nums[2]);
         HDR(d, "dedupd.namespace", ns);
-        if (m->idem_key)
-                HDR(d, "dedupd.key", m->idem_key);
-        if (m->fingerprint[0])
-                HDR(d, "dedupd.fingerprint.message", m->fingerprint);
-        if (m->stored_fingerprint[0])
-                HDR(d, "dedupd.fingerprint.stored", m->stored_fingerprint);
+        if (dl->idem_key)
+                HDR(d, "dedupd.key", dl->idem_key);
+        if (dl->fingerprint)
+                HDR(d, "dedupd.fingerprint.message", dl->fingerprint);
+        if (dl->stored_fingerprint)
+                HDR(d, "dedupd.fingerprint.stored", dl->stored_fingerprint);
 }
 
 /* The message unchanged (key, value, headers) plus dedupd's headers. */
-static void dead_letter_whole(struct dead_letter *d, const char *dlq_topic, const struct pl_msg *m,
+static void dead_letter_whole(struct dead_letter *d, const char *dlq_topic, const struct pl_dead_letter *dl,
                               const char *ns)
 {
+        const struct pl_msg *m = dl->msg;
         d->h = xcalloc(m->header_cnt + DLQ_OWN_HEADERS, sizeof(*d->h));
         d->rec = (struct record){dlq_topic, m->key, m->key_len, m->value, m->value_len, d->h, 0, NULL, 0, NULL};
         for (size_t k = 0; k < m->header_cnt; k++)
                 d->h[d->rec.header_cnt++] = m->headers[k];
-        own_headers(d, m, ns);
+        own_headers(d, dl, ns);
 }
 
 /* Too large for the dead-letter topic: keep what fits of the value, or, when
  * even the key and headers do not fit (or the broker refused it anyway),
  * only dedupd's headers. The original stays at its origin in the topic. */
-static void dead_letter_cut(struct dead_letter *d, const struct pl_msg *m, const char *ns, int64_t limit,
+static void dead_letter_cut(struct dead_letter *d, const struct pl_dead_letter *dl, const char *ns, int64_t limit,
                             int minimal)
 {
+        const struct pl_msg *m = dl->msg;
         size_t without_value = wire_size(&d->rec) - (d->rec.value ? d->rec.value_len : 0) + 400;
         snprintf(d->nums[3], sizeof(d->nums[3]), "%zu", m->value_len);
         if (!minimal && without_value < (size_t)limit) {
@@ -368,7 +371,7 @@ static void dead_letter_cut(struct dead_letter *d, const struct pl_msg *m, const
                 d->rec.value = NULL;
                 d->rec.value_len = 0;
                 d->rec.header_cnt = 0;
-                own_headers(d, m, ns);
+                own_headers(d, dl, ns);
                 snprintf(d->note, sizeof(d->note),
                          "key, value and headers left out (%zu-byte value): the record does not fit the "
                          "dead-letter topic (at most %" PRId64 " bytes); the whole record stays at its origin",
@@ -385,7 +388,7 @@ static int too_large(rd_kafka_resp_err_t e)
 }
 
 int producer_dead_letter(void *opaque, const char *dlq_topic, const char *ns,
-                         struct pl_msg *const *msgs, size_t n, char *err, size_t errsz)
+                         const struct pl_dead_letter *letters, size_t n, char *err, size_t errsz)
 {
         struct producer *q = opaque;
         struct dead_letter *d = xcalloc(n ? n : 1, sizeof(*d));
@@ -395,9 +398,9 @@ int producer_dead_letter(void *opaque, const char *dlq_topic, const char *ns,
         int rc = -1;
 
         for (size_t i = 0; i < n; i++) {
-                dead_letter_whole(&d[i], dlq_topic, msgs[i], ns);
+                dead_letter_whole(&d[i], dlq_topic, &letters[i], ns);
                 if (wire_size(&d[i].rec) > (size_t)limit)
-                        dead_letter_cut(&d[i], msgs[i], ns, limit, 0);
+                        dead_letter_cut(&d[i], &letters[i], ns, limit, 0);
                 recs[i] = d[i].rec;
         }
         rc = producer_send(q, recs, n, err, errsz);
@@ -408,10 +411,10 @@ int producer_dead_letter(void *opaque, const char *dlq_topic, const char *ns,
         for (size_t i = 0; i < n; i++) {
                 if (!too_large(q->dlq.results[i]))
                         continue;
-                dead_letter_cut(&d[i], msgs[i], ns, limit, 1);
+                dead_letter_cut(&d[i], &letters[i], ns, limit, 1);
                 log_warn("kafka:producer", "dead letter of %s/%d offset %" PRId64 " refused as too large "
                                            "by %s: sending dedupd's headers only",
-                         msgs[i]->topic, (int)msgs[i]->partition, msgs[i]->offset, dlq_topic);
+                         letters[i].msg->topic, (int)letters[i].msg->partition, letters[i].msg->offset, dlq_topic);
                 recs[again++] = d[i].rec;
         }
         for (size_t i = 0; i < n; i++)

@@ -32,7 +32,7 @@ int producer_send(struct producer *q, const struct record *recs, size_t n, char 
  *  key and headers do not, only dedupd's headers) and says so in
  *  dedupd.truncated and dedupd.original.size: a dead letter is always
  *  written, never blocks its partition. */
-int producer_dead_letter(void *opaque, const char *dlq_topic, const char *ns, struct pl_msg *const *msgs,
+int producer_dead_letter(void *opaque, const char *dlq_topic, const char *ns, const struct pl_dead_letter *letters,
                          size_t n, char *err, size_t errsz);
 
 #endif

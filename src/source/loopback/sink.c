@@ -16,18 +16,19 @@ static char *text_dup(const void *p, size_t n)
         return s;
 }
 
-static void dead_add(struct loopback *lb, const char *dlq_topic, const struct pl_msg *m)
+static void dead_add(struct loopback *lb, const char *dlq_topic, const struct pl_dead_letter *dl)
 {
+        const struct pl_msg *m = dl->msg;
         lb->dead = xrealloc(lb->dead, (lb->dead_cnt + 1) * sizeof(*lb->dead));
         lb->dead[lb->dead_cnt++] = (struct loopback_dead){
                 .dlq_topic = xstrdup(dlq_topic), .topic = xstrdup(m->topic), .partition = m->partition,
-                .offset = m->offset, .idem_key = m->idem_key ? xstrdup(m->idem_key) : NULL,
-                .reason = xstrdup(m->dlq_reason ? m->dlq_reason : "unknown"),
+                .offset = m->offset, .idem_key = dl->idem_key ? xstrdup(dl->idem_key) : NULL,
+                .reason = xstrdup(dl->reason),
                 .value = text_dup(m->value, m->value_len)};
 }
 
-static int dead_letter(void *opaque, const char *dlq_topic, const char *ns, struct pl_msg *const *msgs, size_t n,
-                       char *err, size_t errsz)
+static int dead_letter(void *opaque, const char *dlq_topic, const char *ns, const struct pl_dead_letter *letters,
+                       size_t n, char *err, size_t errsz)
 {
         struct loopback *lb = opaque;
         int rc = 0;
@@ -37,7 +38,7 @@ static int dead_letter(void *opaque, const char *dlq_topic, const char *ns, stru
                 rc = -1;
         }
         for (size_t i = 0; !rc && i < n; i++)
-                dead_add(lb, dlq_topic, msgs[i]);
+                dead_add(lb, dlq_topic, &letters[i]);
         pthread_mutex_unlock(&lb->lock);
         return rc;
 }

@@ -142,9 +142,10 @@ struct cut {
 
 /* The original's headers and body (or what cut keeps of them), and dedupd's:
  * why, from where, which key. */
-static natsStatus letter_of(const struct nats_publisher *p, natsMsg **out, const struct pl_msg *pm, const char *subject,
-                            const char *ns, const struct cut *c)
+static natsStatus letter_of(const struct nats_publisher *p, natsMsg **out, const struct pl_dead_letter *dl,
+                            const char *subject, const char *ns, const struct cut *c)
 {
+        const struct pl_msg *pm = dl->msg;
         natsMsg *orig = pm->source;
         char seq[32], ts[32];
         snprintf(seq, sizeof(seq), "%" PRId64, pm->offset);
@@ -153,19 +154,19 @@ static natsStatus letter_of(const struct nats_publisher *p, natsMsg **out, const
                                       (int)(c ? (c->bare ? 0 : c->keep) : pm->value_len));
         for (size_t h = 0; s == NATS_OK && !(c && c->bare) && h < pm->header_cnt; h++)
                 s = add_header(*out, pm->headers[h].name, pm->headers[h].value, pm->headers[h].value_len);
-        HDR(*out, "dedupd.reason", pm->dlq_reason ? pm->dlq_reason : "unknown");
+        HDR(*out, "dedupd.reason", dl->reason);
         HDR(*out, "dedupd.origin.topic", pm->topic);
         HDR(*out, "dedupd.origin.subject", natsMsg_GetSubject(orig));
         HDR(*out, "dedupd.origin.stream", nats_conf(p->cfg)->stream);
         HDR(*out, "dedupd.origin.sequence", seq);
         HDR(*out, "dedupd.origin.timestamp", ts);
         HDR(*out, "dedupd.namespace", ns);
-        if (pm->idem_key)
-                HDR(*out, "dedupd.key", pm->idem_key);
-        if (pm->fingerprint[0])
-                HDR(*out, "dedupd.fingerprint.message", pm->fingerprint);
-        if (pm->stored_fingerprint[0])
-                HDR(*out, "dedupd.fingerprint.stored", pm->stored_fingerprint);
+        if (dl->idem_key)
+                HDR(*out, "dedupd.key", dl->idem_key);
+        if (dl->fingerprint)
+                HDR(*out, "dedupd.fingerprint.message", dl->fingerprint);
+        if (dl->stored_fingerprint)
+                HDR(*out, "dedupd.fingerprint.stored", dl->stored_fingerprint);
         if (c) {
                 HDR(*out, "dedupd.truncated", c->note);
                 HDR(*out, "dedupd.original.size", c->size);
@@ -197,15 +198,16 @@ static size_t header_size(natsMsg *m)
 /* Too large for the server (max_payload): keep what fits of the value; when
  * not even the headers fit, dedupd's headers alone. The whole message stays
  * at its origin in the stream. */
-static natsStatus letter_cut(const struct nats_publisher *p, natsMsg **out, const struct pl_msg *pm,
+static natsStatus letter_cut(const struct nats_publisher *p, natsMsg **out, const struct pl_dead_letter *dl,
                              const char *subject, const char *ns, struct cut *c)
 {
+        const struct pl_msg *pm = dl->msg;
         int64_t max = natsConnection_GetMaxPayload(p->link->nc);
         natsMsg *probe = NULL;
         *c = (struct cut){0};
         snprintf(c->size, sizeof(c->size), "%zu", pm->value_len);
         memset(c->note, 'x', sizeof(c->note) - 1); /* as long as the note can be */
-        size_t hdrs = letter_of(p, &probe, pm, subject, ns, c) == NATS_OK ? header_size(probe) : (size_t)max;
+        size_t hdrs = letter_of(p, &probe, dl, subject, ns, c) == NATS_OK ? header_size(probe) : (size_t)max;
         natsMsg_Destroy(probe);
         if ((int64_t)hdrs + 64 < max) {
                 c->keep = (size_t)(max - (int64_t)hdrs - 64);
@@ -218,41 +220,42 @@ static natsStatus letter_cut(const struct nats_publisher *p, natsMsg **out, cons
                          "the server's max_payload (%" PRId64 " bytes); the whole message stays at its origin",
                          pm->value_len, max);
         }
-        return letter_of(p, out, pm, subject, ns, c);
+        return letter_of(p, out, dl, subject, ns, c);
 }
 
-static int terminate(struct pl_msg *const *msgs, size_t n, char *err, size_t errsz)
+static int terminate(const struct pl_dead_letter *letters, size_t n, char *err, size_t errsz)
 {
         for (size_t i = 0; i < n; i++) {
-                natsStatus s = natsMsg_Term(msgs[i]->source, NULL);
+                const struct pl_msg *m = letters[i].msg;
+                natsStatus s = natsMsg_Term(m->source, NULL);
                 if (s != NATS_OK) {
-                        snprintf(err, errsz, "AckTerm of %s sequence %" PRId64 ": %s", msgs[i]->topic,
-                                 msgs[i]->offset, natsStatus_GetText(s));
+                        snprintf(err, errsz, "AckTerm of %s sequence %" PRId64 ": %s", m->topic, m->offset,
+                                 natsStatus_GetText(s));
                         return -1;
                 }
         }
         return 0;
 }
 
-static int dead_letter(void *opaque, const char *dlq_topic, const char *ns, struct pl_msg *const *msgs, size_t n,
-                       char *err, size_t errsz)
+static int dead_letter(void *opaque, const char *dlq_topic, const char *ns, const struct pl_dead_letter *letters,
+                       size_t n, char *err, size_t errsz)
 {
         struct nats_publisher *p = opaque;
         const char *subject = nats_conf(p->cfg)->dlq_subject;
         (void)dlq_topic; /* nats.dead_letter.subject, for every topic */
         if (!subject || !*subject)
-                return terminate(msgs, n, err, errsz);
+                return terminate(letters, n, err, errsz);
         for (size_t i = 0; i < n; i++) {
                 natsMsg *m = NULL;
                 struct cut c;
-                natsStatus st, s = letter_of(p, &m, msgs[i], subject, ns, NULL);
+                natsStatus st, s = letter_of(p, &m, &letters[i], subject, ns, NULL);
                 if (!send_built(p, s, m, NULL, "a dead letter", &st, err, errsz))
                         continue;
                 if (st != NATS_MAX_PAYLOAD)
                         return -1;
                 log_warn("nats", "dead letter of %s sequence %" PRId64 " is over the server's max_payload: cut to fit",
-                         msgs[i]->topic, msgs[i]->offset);
-                s = letter_cut(p, &m, msgs[i], subject, ns, &c);
+                         letters[i].msg->topic, letters[i].msg->offset);
+                s = letter_cut(p, &m, &letters[i], subject, ns, &c);
                 if (send_built(p, s, m, NULL, "a dead letter", &st, err, errsz))
                         return -1;
         }

@@ -346,52 +346,54 @@ static void publish(void *opaque, const struct record *recs, size_t n, struct si
 #define OWN_HEADERS 10
 
 /* dedupd's own headers, the same as on Kafka: why, from where, which key. */
-static size_t own_headers(struct dedupd_header *h, char nums[3][24], const struct pl_msg *m, const char *ns)
+static size_t own_headers(struct dedupd_header *h, char nums[3][24], const struct pl_dead_letter *dl, const char *ns)
 {
+        const struct pl_msg *m = dl->msg;
         size_t n = 0;
         snprintf(nums[0], sizeof(nums[0]), "%" PRId32, m->partition);
         snprintf(nums[1], sizeof(nums[1]), "%" PRId64, m->offset);
         snprintf(nums[2], sizeof(nums[2]), "%" PRId64, m->timestamp_ms);
 #define HDR(n_, v_) (h[n++] = (struct dedupd_header){(n_), (v_), strlen(v_)})
-        HDR("dedupd.reason", m->dlq_reason ? m->dlq_reason : "unknown");
+        HDR("dedupd.reason", dl->reason);
         HDR("dedupd.origin.topic", m->topic);
         HDR("dedupd.origin.partition", nums[0]);
         HDR("dedupd.origin.offset", nums[1]);
         HDR("dedupd.origin.timestamp", nums[2]);
         HDR("dedupd.namespace", ns);
-        if (m->idem_key)
-                HDR("dedupd.key", m->idem_key);
-        if (m->fingerprint[0])
-                HDR("dedupd.fingerprint.message", m->fingerprint);
-        if (m->stored_fingerprint[0])
-                HDR("dedupd.fingerprint.stored", m->stored_fingerprint);
+        if (dl->idem_key)
+                HDR("dedupd.key", dl->idem_key);
+        if (dl->fingerprint)
+                HDR("dedupd.fingerprint.message", dl->fingerprint);
+        if (dl->stored_fingerprint)
+                HDR("dedupd.fingerprint.stored", dl->stored_fingerprint);
 #undef HDR
         return n;
 }
 
-static int reject_all(struct rmq_publisher *p, struct pl_msg *const *msgs, size_t n, char *err, size_t errsz)
+static int reject_all(struct rmq_publisher *p, const struct pl_dead_letter *letters, size_t n, char *err,
+                      size_t errsz)
 {
         for (size_t i = 0; i < n; i++)
-                if (!p->src || rmq_source_reject(p->src, msgs[i], err, errsz))
+                if (!p->src || rmq_source_reject(p->src, letters[i].msg, err, errsz))
                         return -1;
         return 0;
 }
 
-static int dead_letter(void *opaque, const char *dlq_topic, const char *ns, struct pl_msg *const *msgs, size_t n,
-                       char *err, size_t errsz)
+static int dead_letter(void *opaque, const char *dlq_topic, const char *ns, const struct pl_dead_letter *letters,
+                       size_t n, char *err, size_t errsz)
 {
         struct rmq_publisher *p = opaque;
         if (!*rmq_conf(p->cfg)->dlx)
-                return reject_all(p, msgs, n, err, errsz);
+                return reject_all(p, letters, n, err, errsz);
         struct outgoing *out = xcalloc(n ? n : 1, sizeof(*out));
         struct dedupd_header h[OWN_HEADERS];
         char nums[3][24];
         amqp_pool_t pool;
         init_amqp_pool(&pool, 4096);
         for (size_t i = 0; i < n; i++) {
-                const amqp_envelope_t *env = rmq_source_envelope(msgs[i]);
+                const amqp_envelope_t *env = rmq_source_envelope(letters[i].msg);
                 const amqp_basic_properties_t *orig = &env->message.properties;
-                size_t k = own_headers(h, nums, msgs[i], ns);
+                size_t k = own_headers(h, nums, &letters[i], ns);
                 out[i].exchange = amqp_cstring_bytes(rmq_conf(p->cfg)->dlx);
                 out[i].routing_key = amqp_cstring_bytes(dlq_topic);
                 out[i].body = env->message.body;
