@@ -138,10 +138,10 @@ nats_msg_ids() {
 }
 
 # kafka_outbox_ids DUMP: each record of a kafkatool dump as "KEY EMIT ID" —
-# its key, its emit header (- if none), its dedupd.outbox.id — sorted
+# its key, its emit-no header (- if none), its dedupd.outbox.id — sorted
 kafka_outbox_ids() {
         awk '/^[0-9]+ /{if (k != "") print k, e, id; k = $3; e = "-"; id = "-"; next}
-             /^  emit=/{e = substr($0, 8)}
+             /^  emit-no=/{e = substr($0, 11)}
              /^  dedupd.outbox.id=/{id = substr($0, 20)}
              END{if (k != "") print k, e, id}' "$1" | sort
 }

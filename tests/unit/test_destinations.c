@@ -61,8 +61,34 @@ static void each_broker_names_what_it_refuses(void **state)
         }
 }
 
+/* Header names one of which begins the other: nats.c would send them as one
+ * header (the second a value of the first), so the record is refused. */
+static void nats_refuses_headers_it_would_merge(void **state)
+{
+        (void)state;
+        static const struct {
+                const char *a, *b;
+                int ok;
+        } pairs[] = {
+                {"emitted-by", "emit", 0}, {"emit", "emitted-by", 0}, {"dedupd.record", "x", 0}, /* beside the key's */
+                {"emitted-by", "emit-no", 1}, {"x-one", "x-two", 1}, {"ab", "ba", 1},
+        };
+        for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+                struct dedupd_header h[2] = {{pairs[i].a, "1", 1}, {pairs[i].b, "2", 1}};
+                struct record r = {.topic = "events.x", .key = "k", .key_len = 1, .headers = h, .header_cnt = 2};
+                char why[256] = "";
+                int rc = nats_record_check(NULL, &r, why, sizeof(why));
+                if ((rc == 0) != pairs[i].ok)
+                        fail_msg("headers %s, %s: expected %s, got %s (%s)", pairs[i].a, pairs[i].b,
+                                 pairs[i].ok ? "ok" : "refused", rc ? "refused" : "ok", why);
+                if (!pairs[i].ok)
+                        assert_contains(why, "one name begins the other");
+        }
+}
+
 int main(void)
 {
-        const struct CMUnitTest tests[] = {cmocka_unit_test(each_broker_names_what_it_refuses)};
+        const struct CMUnitTest tests[] = {cmocka_unit_test(each_broker_names_what_it_refuses),
+                                           cmocka_unit_test(nats_refuses_headers_it_would_merge)};
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

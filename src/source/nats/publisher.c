@@ -78,7 +78,7 @@ static natsStatus message_of(natsMsg **m, const struct record *r)
                 s = add_header(*m, r->headers[h].name, r->headers[h].value ? r->headers[h].value : "",
                                r->headers[h].value ? r->headers[h].value_len : 0);
         if (s == NATS_OK && r->key)
-                s = add_header(*m, "dedupd.record.key", r->key, r->key_len);
+                s = add_header(*m, NATS_RECORD_KEY_HEADER, r->key, r->key_len);
         return s;
 }
 
