@@ -1,438 +1,101 @@
-/* dedupctl: the operator's tool — check a config, migrate the schema, inspect keys, show progress,
- * replay, verify, purge expired keys, plan their storage, look after the outbox. */
+/* dedupctl: the operator's tool — one table of commands (name, synopsis, what it does, its options,
+ * whether it needs a config, its function), from which the usage, `help COMMAND` and the dispatch come. */
 #include <getopt.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/config.h"
-#include "base/keyspec.h"
-#include "core/loader.h"
 #include "base/log.h"
 #include "ops/version.h"
-#include "tools/replay.h"
-#include "core/retention.h"
-#include "tools/check.h"
-#include "tools/outbox.h"
-#include "tools/plan.h"
-#include "tools/rows.h"
-#include "source/brokers.h"
-#include "pg/audit.h"
-#include "pg/store.h"
-#include "pg/grants.h"
-#include "pg/schema.h"
-#include "tools/verify.h"
+#include "tools/commands.h"
 
-static void usage(FILE *fp)
-{
-        fprintf(fp,
-                "Usage: dedupctl COMMAND -c FILE [args]\n"
-                "\n"
-                "Commands:\n"
-                "  check   -c FILE [--print] [--offline]\n"
-                "                         validate a config: every problem as file:line:column: message,\n"
-                "                         and each handler's ABI; exit 1 when anything is wrong. Then ask\n"
-                "                         the broker about the topics and connect to the database: exit 2,\n"
-                "                         naming it, when either cannot be reached (--offline: neither).\n"
-                "                         --print: every setting as in effect (defaults, ${VARS}),\n"
-                "                         secrets shown as (set, not shown).\n"
-                "                         Key-design lint and the topics' retention.ms against each\n"
-                "                         retention class: warnings as file:line:column: warning: ...\n"
-                "  migrate -c FILE        apply the schema migrations and run each handler's setup (its\n"
-                "                         tables), as dedupd does at start when the schema is behind\n"
-                "                         and its role may (run it as the schema's owner)\n"
-                "  grant   -c FILE --role NAME [--table T]... [--apply]\n"
-                "                         the GRANTs that let role NAME, which owns nothing, run dedupd\n"
-                "                         on the schema FILE's conninfo migrated: USAGE on schema dedupd,\n"
-                "                         SELECT, INSERT, UPDATE, DELETE on its tables (SELECT only on\n"
-                "                         schema_migrations), its sequences, and each handler table T;\n"
-                "                         printed, or with --apply run in one transaction (as the owner)\n"
-                "  inspect -c FILE KEY    show a key's record (status, first response, origin, times)\n"
-                "  stats   -c FILE        keys by status and per-partition progress of the namespace\n"
-                "  purge   -c FILE [--batch N] [--dry-run]\n"
-                "                         purge the namespace now, as dedupd does every purge.interval_ms:\n"
-                "                         responses past response_ttl, then DONE/FAILED/EXPIRED keys past\n"
-                "                         expires_at (never PENDING), then old progress_log rows, then\n"
-                "                         outbox rows sent longer than outbox.keep ago, in batches of N\n"
-                "                         (default purge.batch); --dry-run only counts\n"
-                "  outbox  list -c FILE [--unsent] [--limit N]\n"
-                "                         outbox rows the relay gave up (with --unsent, also those still\n"
-                "                         waiting): id, state, topic, key, failures, reason, created;\n"
-                "                         at most N (default 100)\n"
-                "  outbox  retry -c FILE (ID... | --all)\n"
-                "                         put given-up rows back: the relay tries them again from a\n"
-                "                         failure count of 0; exit 1 if an ID is not a given-up row\n"
-                "  outbox  drop -c FILE (ID... | --all)\n"
-                "                         delete given-up rows (never an unsent or a sent one)\n"
-                "  plan    -c FILE --rate N/s|N/min|N/h\n"
-                "                         rows and bytes dedupd.keys holds per retention class at that\n"
-                "                         rate of new keys (row size measured, or 100 B estimated)\n"
-                "  replay  -c FILE -t TOPIC (--to-beginning | --to-offset N | --to-time TIME)\n"
-                "          [--partitions 0,2] [--dry-run]\n"
-                "                         move the group (kafka group.id) and dedupd.offsets of the\n"
-                "                         namespace to that position, so dedupd delivers those records\n"
-                "                         again; refused (exit 1) while the group has active members.\n"
-                "                         source: nats: the subject's consumer instead, N a stream\n"
-                "                         sequence; refused while a pull request waits on it\n"
-                "  replay  -c FILE -t TOPIC --reproduce [--from-offset N | --from-time TIME]\n"
-                "          [--to-offset M | --to-time TIME] [--partitions 0,2] [--dry-run]\n"
-                "                         produce the records [N, M) of each partition again, unchanged\n"
-                "                         (key, value, headers, partition), as a misbehaving producer\n"
-                "                         would; default: everything in the topic now\n"
-                "  verify  -c FILE [--since TIME] [--expect-caught-up]\n"
-                "                         audit the namespace: keys by status, keys with two effects,\n"
-                "                         DONE keys without and FAILED keys with an effect, keys in\n"
-                "                         doubt, counters (and since TIME), lag per partition; exit 1\n"
-                "                         listing every anomaly with its key and origin\n"
-                "  help-config            every configuration key with its default\n"
-                "  -V, --version          versions: dedupctl, handler ABI, the brokers' libraries, libpq\n"
-                "\n"
-                "TIME: ISO-8601 with a zone (2026-11-29T20:00:00Z, 2026-11-29T21:00:00+01:00) or epoch\n"
-                "milliseconds.\n"
-                "\n"
-                "Exit codes: 0 ok, 1 problem found (key not found, anomalies, replay refused or failed),\n"
-                "2 bad usage or input, or unreachable database or broker.\n");
-}
-
-static struct config *load(const char *path)
-{
-        struct config_errors errs = {0};
-        struct config *cfg = config_load(path, &errs);
-        for (size_t i = 0; i < errs.cnt; i++)
-                fprintf(stderr, "%s\n", errs.msgs[i]);
-        config_errors_clear(&errs);
-        return cfg;
-}
-
-static struct store *connect_db(const struct config *cfg)
-{
-        char err[1024];
-        struct store *s = store_open(cfg->pg_conninfo, err, sizeof(err));
-        if (!s)
-                fprintf(stderr, "dedupctl: %s\n", err);
-        return s;
-}
-
-/* Each handler's own setup (its tables), as dedupd runs it at start. */
-static int init_handlers(struct config *cfg, struct store *s)
-{
-        int rc = 0;
-        for (size_t i = 0; i < cfg->topic_cnt && !rc; i++) {
-                const struct topic_conf *t = &cfg->topics[i];
-                struct handler h = {0};
-                char err[1024];
-                if (loader_open(&h, t->handler_path, err, sizeof(err)) ||
-                    loader_init(&h, t->handler_config, s, err, sizeof(err))) {
-                        fprintf(stderr, "dedupctl: topic %s: %s\n", t->name, err);
-                        rc = 1;
-                } else {
-                        printf("topic %s: handler %s set up\n", t->name, h.desc->name ? h.desc->name : t->handler_path);
-                }
-                loader_close(&h);
-        }
-        return rc;
-}
-
-static int cmd_migrate(struct config *cfg)
-{
-        struct store *s = connect_db(cfg);
-        char err[1024];
-        int applied, known;
-        if (!s)
-                return 2;
-        if (store_migrate(s, err, sizeof(err))) {
-                fprintf(stderr, "dedupctl: migration failed: %s\n", err);
-                store_free(s);
-                return 1;
-        }
-        if (store_schema_version(s, &applied, &known, err, sizeof(err)) == 0)
-                printf("schema dedupd at version %d (of %d known)\n", applied, known);
-        char report[2048];
-        int differences = 0, rc = 0;
-        if (store_schema_check(s, &differences, report, sizeof(report), err, sizeof(err))) {
-                fprintf(stderr, "dedupctl: cannot read the schema back: %s\n", err);
-                rc = 1;
-        } else if (differences) {
-                fprintf(stderr, "dedupctl: schema dedupd differs from its description in %d place%s: %s\n",
-                        differences, differences == 1 ? "" : "s", report);
-                rc = 1;
-        } else {
-                printf("schema dedupd: %s\n", report);
-        }
-        if (!rc)
-                rc = init_handlers(cfg, s);
-        store_free(s);
-        return rc;
-}
-
-/* The statements come from the server (format %I, ::regclass): a role or
- * table name is never pasted into SQL here. */
-static int cmd_grant(struct config *cfg, const char *role, const char *const *tables, size_t ntables, int apply)
-{
-        struct store *s = connect_db(cfg);
-        struct grants g;
-        char err[1024];
-        int rc = 0;
-        if (!s)
-                return 2;
-        if (store_grants(s, role, tables, ntables, &g, err, sizeof(err))) {
-                fprintf(stderr, "dedupctl grant: %s\n", err);
-                store_free(s);
-                return 1;
-        }
-        for (size_t i = 0; i < g.cnt; i++)
-                printf("%s;\n", g.sql[i]);
-        if (apply) {
-                if (store_grants_apply(s, &g, err, sizeof(err))) {
-                        fprintf(stderr, "dedupctl grant: not applied (none of them): %s\n", err);
-                        rc = 1;
-                } else {
-                        printf("applied %zu statement%s\n", g.cnt, g.cnt == 1 ? "" : "s");
-                }
-        }
-        grants_free(&g);
-        store_free(s);
-        return rc;
-}
-
-static int cmd_inspect(struct config *cfg, const char *key)
-{
-        struct store *s = connect_db(cfg);
-        PGresult *r = NULL;
-        char err[1024];
-        int rc;
-        if (!s)
-                return 2;
-        enum store_rc q = store_audit_key(s, cfg->namespace, key, &r, err, sizeof(err));
-        if (q == STORE_OK && PQntuples(r) == 0) {
-                /* Given by its text: found by the form it is stored in
-                 * (sha256:<hex> beyond 512 bytes), which shows the text. */
-                char stored[KEYSPEC_MAX_KEY_LEN + 1];
-                keyspec_store_form(key, strlen(key), stored, sizeof(stored));
-                if (strcmp(stored, key)) {
-                        PQclear(r);
-                        r = NULL;
-                        q = store_audit_key(s, cfg->namespace, stored, &r, err, sizeof(err));
-                }
-        }
-        if (q) {
-                fprintf(stderr, "dedupctl: %s\n", err);
-                rc = 2;
-        } else if (PQntuples(r) == 0) {
-                fprintf(stderr, "dedupctl: key '%s' not found in namespace %s\n", key, cfg->namespace);
-                rc = 1;
-        } else {
-                for (int c = 0; c < PQnfields(r); c++)
-                        printf("%-19s %s\n", PQfname(r, c),
-                               PQgetisnull(r, 0, c) ? "(null)" : PQgetvalue(r, 0, c));
-                rc = 0;
-        }
-        PQclear(r);
-        store_free(s);
-        return rc;
-}
-
-static int cmd_stats(struct config *cfg)
-{
-        struct store *s = connect_db(cfg);
-        PGresult *r = NULL;
-        char err[1024];
-        int rc = 0;
-        if (!s)
-                return 2;
-        if (store_audit_statuses(s, cfg->namespace, &r, err, sizeof(err)) == STORE_OK) {
-                printf("keys in namespace %s:\n", cfg->namespace);
-                rows_print(r);
-                PQclear(r);
-        } else {
-                fprintf(stderr, "dedupctl: %s\n", err);
-                rc = 2;
-        }
-        if (store_audit_partitions(s, cfg->namespace, &r, err, sizeof(err)) == STORE_OK) {
-                printf("progress per partition:\n");
-                rows_print(r);
-                PQclear(r);
-        } else if (!rc) {
-                fprintf(stderr, "dedupctl: %s\n", err);
-                rc = 2;
-        }
-        store_free(s);
-        return rc;
-}
-
-/* Options of replay and verify, as given. */
-struct args {
-        const char *path;
-        const char *topic, *partitions, *to_offset, *to_time, *from_offset, *from_time, *since;
-        const char *batch, *rate; /* purge --batch, plan --rate */
-        int to_beginning, reproduce, dry_run, expect_caught_up, print, offline;
-        const char *role;           /* grant --role */
-        const char *tables[64];     /* grant --table, repeated */
-        size_t table_cnt;
-        int apply;                  /* grant --apply */
-        int all, unsent;            /* outbox --all, --unsent */
-        const char *limit;          /* outbox list --limit */
+/* One command. */
+struct command {
+        const char *name;
+        const char *synopsis; /* after the name; one line per form ("\n" between them; a line
+                               * beginning with a space goes on the form above) */
+        const char *summary;  /* what it does, in one line (the usage) */
+        const char *help;     /* what it does, in full (help COMMAND) */
+        const char *options;  /* the long options it takes besides -c and -h, space-separated */
+        int config;           /* it needs -c FILE */
+        int words;            /* what may follow the options: 0 nothing, 1 exactly one, -1 its args step checks */
+        int (*args)(struct cmd_args *a);                        /* before the config is read; NULL: none */
+        int (*run)(struct config *cfg, const struct cmd_args *a); /* NULL: the tool's own (help) */
 };
 
-static int parse_offset(const char *opt, const char *s, int64_t *out)
-{
-        char err[256];
-        if (replay_parse_offset(s, out, err, sizeof(err))) {
-                fprintf(stderr, "dedupctl: %s %s\n", opt, err);
-                return -1;
-        }
-        return 0;
-}
+static int help_config(struct config *cfg, const struct cmd_args *a);
 
-static int parse_time(const char *opt, const char *s, int64_t *out)
-{
-        char err[256];
-        if (replay_parse_time(s, out, err, sizeof(err))) {
-                fprintf(stderr, "dedupctl: %s: %s\n", opt, err);
-                return -1;
-        }
-        return 0;
-}
-
-/* Option combinations are checked before the config is read: exit 2. */
-static int replay_opts_from(const struct args *a, struct replay_opts *o, int32_t **parts)
-{
-        char err[256];
-        int targets = a->to_beginning + !!a->to_offset + !!a->to_time;
-
-        memset(o, 0, sizeof(*o));
-        o->topic = a->topic;
-        o->reproduce = a->reproduce;
-        o->dry_run = a->dry_run;
-        o->to_beginning = a->to_beginning;
-        o->to_offset = o->to_time_ms = o->from_offset = o->from_time_ms = -1;
-        if (!a->topic) {
-                fprintf(stderr, "dedupctl replay: --topic TOPIC is required\n");
-                return -1;
-        }
-        if (!a->reproduce && targets != 1) {
-                fprintf(stderr, "dedupctl replay: give exactly one of --to-beginning, --to-offset N, "
-                                "--to-time TIME (or --reproduce)\n");
-                return -1;
-        }
-        if (!a->reproduce && (a->from_offset || a->from_time)) {
-                fprintf(stderr, "dedupctl replay: --from-offset and --from-time go with --reproduce\n");
-                return -1;
-        }
-        if (a->reproduce && (a->to_beginning || (a->from_offset && a->from_time) ||
-                             (a->to_offset && a->to_time))) {
-                fprintf(stderr, "dedupctl replay --reproduce: a range is --from-offset N or --from-time "
-                                "TIME, and --to-offset M or --to-time TIME\n");
-                return -1;
-        }
-        if ((a->to_offset && parse_offset("--to-offset", a->to_offset, &o->to_offset)) ||
-            (a->from_offset && parse_offset("--from-offset", a->from_offset, &o->from_offset)) ||
-            (a->to_time && parse_time("--to-time", a->to_time, &o->to_time_ms)) ||
-            (a->from_time && parse_time("--from-time", a->from_time, &o->from_time_ms)))
-                return -1;
-        if (a->reproduce && o->from_offset >= 0 && o->to_offset >= 0 && o->to_offset < o->from_offset) {
-                fprintf(stderr, "dedupctl replay: --to-offset %s is before --from-offset %s\n", a->to_offset,
-                        a->from_offset);
-                return -1;
-        }
-        if (a->partitions) {
-                if (replay_parse_partitions(a->partitions, parts, &o->partition_cnt, err, sizeof(err))) {
-                        fprintf(stderr, "dedupctl replay: --partitions: %s\n", err);
-                        return -1;
-                }
-                o->partitions = *parts;
-        }
-        return 0;
-}
-
-static int cmd_replay(struct config *cfg, const struct replay_opts *o)
-{
-        const struct broker *b = broker_of(cfg);
-        char err[1024];
-        if (!b->replay) {
-                fprintf(stderr, "dedupctl replay: %s\n", b->no_replay);
-                return REPLAY_USAGE;
-        }
-        enum replay_rc rc = b->replay(cfg, o, err, sizeof(err));
-        if (rc != REPLAY_OK)
-                fprintf(stderr, "dedupctl replay: %s\n", err);
-        return (int)rc;
-}
-
-static int cmd_verify(struct config *cfg, const struct args *a)
-{
-        struct verify_opts o = {.since_ms = -1, .expect_caught_up = a->expect_caught_up};
-        char err[1024];
-        enum verify_rc rc;
-        if (a->since && parse_time("--since", a->since, &o.since_ms))
-                return 2;
-        rc = verify_run(cfg, &o, err, sizeof(err));
-        if (rc == VERIFY_ERROR)
-                fprintf(stderr, "dedupctl verify: %s\n", err);
-        return (int)rc;
-}
-
-static int cmd_purge(struct config *cfg, int batch, int dry_run)
-{
-        struct store *s = connect_db(cfg);
-        struct purge_stats st;
-        char err[1024], keep[64];
-        int rc;
-        if (!s)
-                return 2;
-        rc = dry_run ? retention_purge_count(s, cfg, &st, err, sizeof(err))
-                     : retention_purge(s, cfg, batch, &st, err, sizeof(err));
-        store_free(s);
-        if (rc) {
-                fprintf(stderr, "dedupctl purge: %s\n", err);
-                return 1;
-        }
-        config_format_duration(st.progress_keep_ms, keep, sizeof(keep));
-        printf("namespace %s%s, by the database's clock:\n", cfg->namespace,
-               dry_run ? " (dry run: nothing changed)" : "");
-        printf("%-26s %" PRId64 " (response_expires_at passed; key and fingerprint kept)\n",
-               dry_run ? "responses to drop:" : "responses dropped:", st.responses);
-        printf("%-26s %" PRId64 " (DONE/FAILED/EXPIRED, expires_at passed)\n",
-               dry_run ? "keys to delete:" : "keys deleted:", st.keys);
-        printf("%-26s %" PRId64 " (older than %s)\n",
-               dry_run ? "progress_log to delete:" : "progress_log deleted:", st.progress_rows, keep);
-        if (st.outbox_keep_ms > 0) {
-                config_format_duration(st.outbox_keep_ms, keep, sizeof(keep));
-                printf("%-26s %" PRId64 " (sent more than %s ago)\n",
-                       dry_run ? "outbox rows to delete:" : "outbox rows deleted:", st.outbox_rows, keep);
-        } else {
-                printf("%-26s kept (outbox.keep is 0)\n", "sent outbox rows:");
-        }
-        printf("%-26s %" PRId64 " (past expires_at, never purged)\n", "PENDING keys left alone:",
-               st.pending_kept);
-        return 0;
-}
-
-static int cmd_plan(struct config *cfg, double rate)
-{
-        char err[1024];
-        int rc = 0;
-        /* Without the database the row size is estimated; the plan says so. */
-        struct store *s = store_open(cfg->pg_conninfo, err, sizeof(err));
-        if (!s)
-                fprintf(stderr, "dedupctl plan: %s; the row size is estimated\n", err);
-        if (plan_print(cfg, s, rate, stdout, err, sizeof(err))) {
-                fprintf(stderr, "dedupctl plan: %s\n", err);
-                rc = 1;
-        }
-        store_free(s);
-        return rc;
-}
-
-/* The commands, and which options each takes. */
-enum cmd_id {
-        CMD_CHECK, CMD_MIGRATE, CMD_INSPECT, CMD_STATS, CMD_PURGE, CMD_PLAN, CMD_REPLAY, CMD_VERIFY, CMD_GRANT, CMD_OUTBOX
+static const struct command commands[] = {
+        {"check", "-c FILE [--print] [--offline]",
+         "validate a config, its handlers and key design; ask the broker and the database",
+         "Validate a config: every problem as file:line:column: message, and each handler's ABI; exit 1 when\n"
+         "anything is wrong. Then ask the broker about the topics (or stream, or queues) and connect to the\n"
+         "database: exit 2, naming it, when either cannot be reached (--offline: neither is asked).\n"
+         "Key-design lint and the broker's retention against each retention class: warnings as\n"
+         "file:line:column: warning: ...",
+         "print offline", 1, 0, NULL, cmd_check},
+        {"migrate", "-c FILE",
+         "apply the schema migrations and the handlers' setup (as the schema's owner)",
+         "Apply the schema migrations and run each handler's setup (its tables), as dedupd does at start when\n"
+         "the schema is behind and its role may (run it as the schema's owner).",
+         "", 1, 0, NULL, cmd_migrate},
+        {"grant", "-c FILE --role NAME [--table T]... [--apply]",
+         "the GRANTs that let a role owning nothing run dedupd (printed, or --apply)",
+         "The GRANTs that let role NAME, which owns nothing, run dedupd on the schema FILE's conninfo migrated:\n"
+         "USAGE on schema dedupd, SELECT, INSERT, UPDATE, DELETE on its tables (SELECT only on\n"
+         "schema_migrations), its sequences, and each handler table T; printed, or with --apply run in one\n"
+         "transaction (as the owner).",
+         "role table apply", 1, 0, cmd_grant_args, cmd_grant},
+        {"inspect", "-c FILE KEY", "show a key's record (status, first response, origin, times)",
+         "Show a key's record: status, first response, origin, times.", "", 1, 1, NULL,
+         cmd_inspect},
+        {"stats", "-c FILE", "keys by status and per-partition progress of the namespace",
+         "Keys by status and per-partition progress of the namespace.", "", 1, 0, NULL, cmd_stats},
+        {"purge", "-c FILE [--batch N] [--dry-run]",
+         "purge expired responses, keys, progress and sent outbox rows now",
+         "Purge the namespace now, as dedupd does every purge.interval_ms: responses past response_ttl, then\n"
+         "DONE/FAILED/EXPIRED keys past expires_at (never PENDING), then old progress_log rows, then outbox\n"
+         "rows sent longer than outbox.keep ago, in batches of N (default purge.batch); --dry-run only counts.",
+         "batch dry-run", 1, 0, cmd_purge_args, cmd_purge},
+        {"outbox", "list -c FILE [--unsent] [--limit N]\nretry -c FILE (ID... | --all)\ndrop -c FILE (ID... | --all)",
+         "the outbox rows the relay gave up: list them, retry them or drop them",
+         "list: outbox rows the relay gave up (with --unsent, also those still waiting): id, state, topic,\n"
+         "key, failures, reason, created; at most N (default 100).\n"
+         "retry: put given-up rows back: the relay tries them again from a failure count of 0; exit 1 if an\n"
+         "ID is not a given-up row.\n"
+         "drop: delete given-up rows (never an unsent or a sent one).",
+         "all unsent limit", 1, -1, cmd_outbox_args, cmd_outbox},
+        {"plan", "-c FILE --rate N/s|N/min|N/h",
+         "rows and bytes dedupd.keys holds per retention class at a rate of new keys",
+         "Rows and bytes dedupd.keys holds per retention class at that rate of new keys (row size measured,\n"
+         "or 100 B estimated).",
+         "rate", 1, 0, cmd_plan_args, cmd_plan},
+        {"replay",
+         "-c FILE -t TOPIC (--to-beginning | --to-offset N | --to-time TIME) [--partitions 0,2] [--dry-run]\n"
+         "-c FILE -t TOPIC --reproduce [--from-offset N | --from-time TIME] [--to-offset M | --to-time TIME]\n"
+         " [--partitions 0,2] [--dry-run]",
+         "deliver records again: move the group and dedupd.offsets back, or re-produce",
+         "Move the group (Kafka's group.id) and dedupd.offsets of the namespace to that position, so dedupd\n"
+         "delivers those records again; refused (exit 1) while the group has active members. On NATS the\n"
+         "subject's consumer instead, N a stream sequence, refused while a pull request waits on it; on\n"
+         "RabbitMQ refused (a queue forgets what it acknowledged).\n"
+         "--reproduce (Kafka): produce the records [N, M) of each partition again, unchanged (key, value,\n"
+         "headers, partition), as a misbehaving producer would; default: everything in the topic now.",
+         "topic partitions to-beginning to-offset to-time from-offset from-time reproduce dry-run", 1, 0,
+         cmd_replay_args, cmd_replay},
+        {"verify", "-c FILE [--since TIME] [--expect-caught-up]",
+         "audit the namespace: every anomaly with its key and origin, and the lag",
+         "Audit the namespace: keys by status, keys with two effects, DONE keys without and FAILED keys with\n"
+         "an effect, keys in doubt, counters (and since TIME), lag per partition; exit 1 listing every\n"
+         "anomaly with its key and origin.",
+         "since expect-caught-up", 1, 0, NULL, cmd_verify},
+        {"help-config", "", "every configuration key with its type, default and meaning",
+         "Every configuration key with its type, default and meaning.", "", 0, 0, NULL, help_config},
+        {"help", "[COMMAND]", "this text, or one command's with its options",
+         "This text, or one command's.", "", 0, -1, NULL, NULL},
 };
-#define ONLY(c) (1u << (c))
-static const char *const cmd_names[] = {"check", "migrate", "inspect", "stats", "purge",
-                                        "plan",  "replay",  "verify",  "grant", "outbox"};
-#define CMD_CNT (sizeof(cmd_names) / sizeof(cmd_names[0]))
+#define COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
 enum {
         OPT_PARTITIONS = 256, OPT_TO_BEGINNING, OPT_TO_OFFSET, OPT_TO_TIME, OPT_FROM_OFFSET, OPT_FROM_TIME,
@@ -466,27 +129,134 @@ static const struct option opts[] = {
         {NULL, 0, NULL, 0},
 };
 
-/* The commands an option applies to (-c and -h apply to all). */
-static unsigned option_scope(int opt)
+/* What `help COMMAND` says of each option. */
+static const struct {
+        const char *name, *arg, *desc;
+} opt_help[] = {
+        {"config", "FILE", "the configuration (YAML)"},
+        {"topic", "TOPIC", "the topic (subject) to replay; -t"},
+        {"partitions", "0,2", "only these partitions"},
+        {"to-beginning", NULL, "to the first record still there"},
+        {"to-offset", "N", "to offset N (NATS: stream sequence N); with --reproduce the end of the range"},
+        {"to-time", "TIME", "to the first record at or after TIME; with --reproduce the end of the range"},
+        {"from-offset", "N", "--reproduce: the start of the range"},
+        {"from-time", "TIME", "--reproduce: the start of the range, by time"},
+        {"reproduce", NULL, "produce the range again instead of moving the group"},
+        {"dry-run", NULL, "say what would be done, change nothing"},
+        {"since", "TIME", "also count what happened since TIME"},
+        {"expect-caught-up", NULL, "a partition not caught up is an anomaly (exit 1)"},
+        {"batch", "N", "rows deleted per transaction (1 to 100000)"},
+        {"rate", "N/s", "new keys per second (or /min, /h)"},
+        {"print", NULL, "every setting as in effect (defaults, ${VARS}), secrets as (set, not shown)"},
+        {"offline", NULL, "ask neither the broker nor the database"},
+        {"role", "NAME", "the role dedupd runs as"},
+        {"table", "T", "a handler's table the role needs (repeatable)"},
+        {"apply", NULL, "run the statements (as the owner), in one transaction"},
+        {"all", NULL, "every given-up row"},
+        {"unsent", NULL, "list: the rows still waiting too"},
+        {"limit", "N", "list: at most N rows (default 100)"},
+};
+
+static const struct command *command_named(const char *name)
 {
-        switch (opt) {
-        case OPT_SINCE:
-        case OPT_EXPECT_CAUGHT_UP: return ONLY(CMD_VERIFY);
-        case OPT_BATCH: return ONLY(CMD_PURGE);
-        case OPT_RATE: return ONLY(CMD_PLAN);
-        case OPT_PRINT:
-        case OPT_OFFLINE: return ONLY(CMD_CHECK);
-        case OPT_DRY_RUN: return ONLY(CMD_REPLAY) | ONLY(CMD_PURGE);
-        case OPT_ROLE:
-        case OPT_TABLE:
-        case OPT_APPLY: return ONLY(CMD_GRANT);
-        case OPT_ALL:
-        case OPT_UNSENT:
-        case OPT_LIMIT: return ONLY(CMD_OUTBOX);
-        case 'c':
-        case 'h': return ~0u;
-        default: return ONLY(CMD_REPLAY); /* -t and the positions */
+        for (size_t i = 0; i < COMMANDS; i++)
+                if (!strcmp(commands[i].name, name))
+                        return &commands[i];
+        return NULL;
+}
+
+/* Each line of text, indented. */
+static void print_indented(FILE *fp, const char *text, const char *indent)
+{
+        for (const char *p = text; *p;) {
+                const char *nl = strchr(p, '\n');
+                int len = nl ? (int)(nl - p) : (int)strlen(p);
+                fprintf(fp, "%s%.*s\n", indent, len, p);
+                p += len + (nl != NULL);
         }
+}
+
+/* "  NAME SYNOPSIS" for each of its forms (a line going on the form above: under it). */
+static void print_synopsis(FILE *fp, const struct command *c, const char *lead)
+{
+        const char *p = c->synopsis;
+        do {
+                const char *nl = strchr(p, '\n');
+                int len = nl ? (int)(nl - p) : (int)strlen(p);
+                if (*p == ' ')
+                        fprintf(fp, "%*s%.*s\n", (int)strlen(lead) + 7, "", len, p);
+                else
+                        fprintf(fp, "%s%-7s%s%.*s\n", lead, c->name, len ? " " : "", len, p);
+                p += len + (nl != NULL);
+        } while (*p);
+}
+
+static void usage(FILE *fp)
+{
+        fprintf(fp, "Usage: dedupctl COMMAND -c FILE [args]\n\nCommands:\n");
+        for (size_t i = 0; i < COMMANDS; i++) {
+                print_synopsis(fp, &commands[i], "  ");
+                fprintf(fp, "                         %s\n", commands[i].summary);
+        }
+        fprintf(fp, "  -V, --version          versions: dedupctl, handler ABI, the brokers' libraries, libpq\n"
+                    "\n"
+                    "dedupctl help COMMAND: one command, with its options. TIME: ISO-8601 with a zone\n"
+                    "(2026-11-29T20:00:00Z, 2026-11-29T21:00:00+01:00) or epoch milliseconds.\n"
+                    "\n"
+                    "Exit codes: 0 ok, 1 problem found (key not found, anomalies, replay refused or failed),\n"
+                    "2 bad usage or input, or unreachable database or broker.\n");
+}
+
+/* A long option's line in `help COMMAND`. */
+static void print_option(FILE *fp, const char *name)
+{
+        for (size_t i = 0; i < sizeof(opt_help) / sizeof(opt_help[0]); i++) {
+                if (strcmp(opt_help[i].name, name))
+                        continue;
+                char flag[64];
+                snprintf(flag, sizeof(flag), "--%s%s%s", name, opt_help[i].arg ? " " : "",
+                         opt_help[i].arg ? opt_help[i].arg : "");
+                fprintf(fp, "  %-24s %s\n", flag, opt_help[i].desc);
+        }
+}
+
+/* dedupctl help COMMAND (and COMMAND --help). */
+static void command_help(FILE *fp, const struct command *c)
+{
+        print_synopsis(fp, c, "Usage: dedupctl ");
+        fprintf(fp, "\n");
+        print_indented(fp, c->help, "");
+        fprintf(fp, "\nOptions:\n");
+        if (c->config)
+                print_option(fp, "config");
+        char names[256];
+        snprintf(names, sizeof(names), "%s", c->options);
+        for (char *save = NULL, *tok = strtok_r(names, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+                print_option(fp, tok);
+        fprintf(fp, "  %-24s %s\n", "-h, --help", "this text");
+}
+
+static int help_config(struct config *cfg, const struct cmd_args *a)
+{
+        (void)cfg, (void)a;
+        config_print_reference(stdout);
+        return 0;
+}
+
+/* dedupctl help [COMMAND]. */
+static int help(int argc, char **argv)
+{
+        const struct command *c = argc > 2 ? command_named(argv[2]) : NULL;
+        if (argc > 3 || (argc == 3 && !c)) {
+                fprintf(stderr, "dedupctl help: %s\n", argc > 3 ? "one command at most" : "no such command");
+                usage(stderr);
+                return 2;
+        }
+        if (c)
+                command_help(stdout, c);
+        else
+                usage(stdout);
+        return 0;
 }
 
 static const char *option_name(int opt)
@@ -497,12 +267,25 @@ static const char *option_name(int opt)
         return "?";
 }
 
-/* One option into a; 0 fine, or an exit code. */
-static int take_option(int opt, struct args *a)
+/* Whether command c takes option opt (-c and -h: all that take a config; -h: all). */
+static int takes(const struct command *c, int opt)
+{
+        if (opt == 'h' || (opt == 'c' && c->config))
+                return 1;
+        const char *name = option_name(opt), *p = c->options;
+        size_t n = strlen(name);
+        for (; (p = strstr(p, name)); p += n)
+                if ((p == c->options || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
+                        return 1;
+        return 0;
+}
+
+/* One option into a; -1 to go on, else the exit code. */
+static int take_option(const struct command *c, int opt, struct cmd_args *a)
 {
         switch (opt) {
         case 'c': a->path = optarg; break;
-        case 'h': usage(stdout); return 0;
+        case 'h': command_help(stdout, c); return 0;
         case 't': a->topic = optarg; break;
         case OPT_PARTITIONS: a->partitions = optarg; break;
         case OPT_TO_BEGINNING: a->to_beginning = 1; break;
@@ -530,158 +313,97 @@ static int take_option(int opt, struct args *a)
         case OPT_ALL: a->all = 1; break;
         case OPT_UNSENT: a->unsent = 1; break;
         case OPT_LIMIT: a->limit = optarg; break;
-        default: usage(stderr); return 2;
+        default: command_help(stderr, c); return 2;
         }
         return -1;
 }
 
-/* The options of command id; -1 to go on, else the exit code. */
-static int parse_options(int argc, char **argv, enum cmd_id id, struct args *a)
+/* What follows the options, as the command takes it. */
+static int words_fit(const struct command *c, const struct cmd_args *a)
+{
+        if (c->words < 0 || a->nwords == c->words)
+                return 1;
+        fprintf(stderr, "dedupctl %s: %s\n", c->name, c->words ? "expects exactly one KEY" : "unexpected argument");
+        return 0;
+}
+
+/* The options of command c; -1 to go on, else the exit code. */
+static int parse_options(int argc, char **argv, const struct command *c, struct cmd_args *a)
 {
         const char *misplaced = NULL;
         int opt, rc;
         optind = 2;
         while ((opt = getopt_long(argc, argv, "c:ht:", opts, NULL)) != -1) {
-                if ((rc = take_option(opt, a)) >= 0)
+                if ((rc = take_option(c, opt, a)) >= 0)
                         return rc;
-                if (!(option_scope(opt) & ONLY(id)))
+                if (!takes(c, opt))
                         misplaced = option_name(opt);
         }
+        a->nwords = argc - optind;
+        a->words = argv + optind;
         if (misplaced) {
-                fprintf(stderr, "dedupctl %s: option --%s does not apply to this command\n", cmd_names[id], misplaced);
+                fprintf(stderr, "dedupctl %s: option --%s does not apply to this command\n", c->name, misplaced);
                 return 2;
         }
-        if (!a->path) {
-                fprintf(stderr, "dedupctl %s: -c FILE is required\n", cmd_names[id]);
+        if (c->config && !a->path) {
+                fprintf(stderr, "dedupctl %s: -c FILE is required\n", c->name);
                 return 2;
         }
-        if (id == CMD_OUTBOX)
-                return -1; /* its words are checked by outbox_parse */
-        if (id == CMD_INSPECT ? optind != argc - 1 : optind != argc) {
-                fprintf(stderr, "dedupctl %s: %s\n", cmd_names[id],
-                        id == CMD_INSPECT ? "expects exactly one KEY" : "unexpected argument");
-                return 2;
-        }
-        return -1;
+        return words_fit(c, a) ? -1 : 2;
 }
 
-static int purge_batch_of(const struct args *a, int *batch)
+static struct config *load(const char *path)
 {
-        char *end;
-        long v;
-        if (!a->batch)
-                return 0;
-        v = strtol(a->batch, &end, 10);
-        if (!*a->batch || *end || v < 1 || v > 100000) {
-                fprintf(stderr, "dedupctl purge: --batch '%s': expected a number of rows from 1 to 100000\n", a->batch);
-                return -1;
-        }
-        *batch = (int)v;
-        return 0;
+        struct config_errors errs = {0};
+        struct config *cfg = config_load(path, &errs);
+        for (size_t i = 0; i < errs.cnt; i++)
+                fprintf(stderr, "%s\n", errs.msgs[i]);
+        config_errors_clear(&errs);
+        return cfg;
 }
 
-static int plan_rate_of(const struct args *a, double *rate)
+/* Its arguments checked (bad usage exits 2 before the config is read), the config loaded, the command run. */
+static int run_command(const struct command *c, struct cmd_args *a)
 {
-        char err[256];
-        if (!a->rate) {
-                fprintf(stderr, "dedupctl plan: --rate is required: the rate of new keys, e.g. --rate 10000/s (or "
-                                "/min, /h; a plain number is per second)\n");
-                return -1;
-        }
-        if (plan_parse_rate(a->rate, rate, err, sizeof(err))) {
-                fprintf(stderr, "dedupctl plan: %s\n", err);
-                return -1;
-        }
-        return 0;
-}
-
-static int outbox_opts_of(const struct args *a, int argc, char *const *argv, struct outbox_opts *o)
-{
-        char err[256];
-        if (outbox_parse(argc, argv, a->all, a->unsent, a->limit, o, err, sizeof(err))) {
-                fprintf(stderr, "dedupctl outbox: %s\n", err);
-                return -1;
-        }
-        return 0;
-}
-
-/* The command's arguments are checked before the config is loaded: bad usage exits 2 at once.
- * words: what follows the options (inspect's KEY, outbox's ACTION [ID...]). */
-static int run_command(enum cmd_id id, const struct args *a, int nwords, char *const *words)
-{
-        struct replay_opts ro;
-        struct outbox_opts oo = {0};
-        int32_t *parts = NULL;
-        struct config *cfg;
-        double rate = 0;
-        int batch = 0, rc = 2;
-
-        if (id == CMD_GRANT && (!a->role || !*a->role)) {
-                fprintf(stderr, "dedupctl grant: --role NAME is required: the role dedupd runs as\n");
+        struct config *cfg = NULL;
+        int rc;
+        if (c->args && c->args(a)) {
+                cmd_args_free(a);
                 return 2;
         }
-        if ((id == CMD_PURGE && purge_batch_of(a, &batch)) || (id == CMD_PLAN && plan_rate_of(a, &rate)) ||
-            (id == CMD_REPLAY && replay_opts_from(a, &ro, &parts)) ||
-            (id == CMD_OUTBOX && outbox_opts_of(a, nwords, words, &oo))) {
-                free(parts);
-                outbox_opts_free(&oo);
-                return 2;
+        if (c->config && !(cfg = load(a->path))) {
+                cmd_args_free(a);
+                return c->run == cmd_check ? 1 : 2;
         }
-        if (!(cfg = load(a->path))) {
-                free(parts);
-                outbox_opts_free(&oo);
-                return id == CMD_CHECK ? 1 : 2;
-        }
-        switch (id) {
-        case CMD_CHECK: {
-                struct check_opts co = {.print = a->print, .offline = a->offline,
-                                        .broker_timeout_ms = BROKER_CHECK_TIMEOUT_MS, .out = stdout, .err = stderr};
-                rc = (int)check_run(cfg, &co);
-                break;
-        }
-        case CMD_MIGRATE: rc = cmd_migrate(cfg); break;
-        case CMD_INSPECT: rc = cmd_inspect(cfg, words[0]); break;
-        case CMD_STATS: rc = cmd_stats(cfg); break;
-        case CMD_PURGE: rc = cmd_purge(cfg, batch, a->dry_run); break;
-        case CMD_PLAN: rc = cmd_plan(cfg, rate); break;
-        case CMD_REPLAY: rc = cmd_replay(cfg, &ro); break;
-        case CMD_VERIFY: rc = cmd_verify(cfg, a); break;
-        case CMD_GRANT: rc = cmd_grant(cfg, a->role, a->tables, a->table_cnt, a->apply); break;
-        case CMD_OUTBOX: rc = outbox_run(cfg, &oo); break;
-        }
+        rc = c->run(cfg, a);
         config_free(cfg);
-        free(parts);
-        outbox_opts_free(&oo);
+        cmd_args_free(a);
         return rc;
 }
 
 int main(int argc, char **argv)
 {
-        struct args a = {0};
-        size_t id;
+        struct cmd_args a = {0};
+        const struct command *c;
         int rc;
 
         log_set_level(LOG_WARN);
-        if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
                 usage(argc < 2 ? stderr : stdout);
                 return argc < 2 ? 2 : 0;
-        }
-        if (!strcmp(argv[1], "help-config")) {
-                config_print_reference(stdout);
-                return 0;
         }
         if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
                 version_print(stdout, "dedupctl");
                 return 0;
         }
-        for (id = 0; id < CMD_CNT && strcmp(argv[1], cmd_names[id]); id++)
-                ;
-        if (id == CMD_CNT) {
+        if (!(c = command_named(argv[1]))) {
                 fprintf(stderr, "dedupctl: unknown command '%s'\n", argv[1]);
                 usage(stderr);
                 return 2;
         }
-        if ((rc = parse_options(argc, argv, (enum cmd_id)id, &a)) >= 0)
+        if (!c->run)
+                return help(argc, argv);
+        if ((rc = parse_options(argc, argv, c, &a)) >= 0)
                 return rc;
-        return run_command((enum cmd_id)id, &a, argc - optind, argv + optind);
+        return run_command(c, &a);
 }

@@ -8,6 +8,15 @@
 # help longer than one write.
 grep -q "inspect" <<<"$("$DEDUPCTL" --help)" || fail "dedupctl --help"
 grep -q "outbox  retry -c FILE (ID... | --all)" <<<"$("$DEDUPCTL" --help)" || fail "dedupctl --help lists no outbox"
+# One command's help, from the same table: its forms, what it does, its options.
+"$DEDUPCTL" help replay >"$WORK/help-replay" || fail "dedupctl help replay exited $?"
+grep -q "^Usage: dedupctl replay  -c FILE -t TOPIC --reproduce" "$WORK/help-replay" || fail "help replay: $(cat "$WORK/help-replay")"
+grep -q "^  --to-offset N " "$WORK/help-replay" || fail "help replay lists no --to-offset"
+grep -q "^  --batch" "$WORK/help-replay" && fail "help replay lists purge's --batch"
+"$DEDUPCTL" check --help | grep -q "^  --offline " || fail "dedupctl check --help lists no --offline"
+rc=0; "$DEDUPCTL" help no-such-command >/dev/null 2>"$WORK/help-bad" || rc=$?
+assert_eq "$rc" 2 "dedupctl help of an unknown command exits"
+grep -q "no such command" "$WORK/help-bad" || fail "help no-such-command: $(cat "$WORK/help-bad")"
 rc=0; "$DEDUPD" >/dev/null 2>&1 || rc=$?
 assert_eq "$rc" 2 "dedupd without -c exits"
 
