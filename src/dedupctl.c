@@ -90,8 +90,11 @@ static const struct command commands[] = {
          "an effect, keys in doubt, counters (and since TIME), lag per partition; exit 1 listing every\n"
          "anomaly with its key and origin.",
          "since expect-caught-up", 1, 0, NULL, cmd_verify},
-        {"help-config", "", "every configuration key with its type, default and meaning",
-         "Every configuration key with its type, default and meaning.", "", 0, 0, NULL, help_config},
+        {"help-config", "[--markdown]", "every configuration key with its type, default and meaning",
+         "Every configuration key with its type, default and meaning; --markdown: the reference\n"
+         "docs/configuration.md is (the settings that matter first, with the values each takes and whether\n"
+         "SIGHUP reloads it).",
+         "markdown", 0, 0, NULL, help_config},
         {"help", "[COMMAND]", "this text, or one command's with its options",
          "This text, or one command's.", "", 0, -1, NULL, NULL},
 };
@@ -100,7 +103,7 @@ static const struct command commands[] = {
 enum {
         OPT_PARTITIONS = 256, OPT_TO_BEGINNING, OPT_TO_OFFSET, OPT_TO_TIME, OPT_FROM_OFFSET, OPT_FROM_TIME,
         OPT_REPRODUCE, OPT_DRY_RUN, OPT_SINCE, OPT_EXPECT_CAUGHT_UP, OPT_BATCH, OPT_RATE, OPT_PRINT,
-        OPT_OFFLINE, OPT_ROLE, OPT_TABLE, OPT_APPLY, OPT_ALL, OPT_UNSENT, OPT_LIMIT,
+        OPT_OFFLINE, OPT_ROLE, OPT_TABLE, OPT_APPLY, OPT_ALL, OPT_UNSENT, OPT_LIMIT, OPT_MARKDOWN,
 };
 static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
@@ -126,6 +129,7 @@ static const struct option opts[] = {
         {"all", no_argument, NULL, OPT_ALL},
         {"unsent", no_argument, NULL, OPT_UNSENT},
         {"limit", required_argument, NULL, OPT_LIMIT},
+        {"markdown", no_argument, NULL, OPT_MARKDOWN},
         {NULL, 0, NULL, 0},
 };
 
@@ -155,6 +159,7 @@ static const struct {
         {"all", NULL, "every given-up row"},
         {"unsent", NULL, "list: the rows still waiting too"},
         {"limit", "N", "list: at most N rows (default 100)"},
+        {"markdown", NULL, "as Markdown (docs/configuration.md)"},
 };
 
 static const struct command *command_named(const char *name)
@@ -238,8 +243,11 @@ static void command_help(FILE *fp, const struct command *c)
 
 static int help_config(struct config *cfg, const struct cmd_args *a)
 {
-        (void)cfg, (void)a;
-        config_print_reference(stdout);
+        (void)cfg;
+        if (a->markdown)
+                config_print_markdown(stdout);
+        else
+                config_print_reference(stdout);
         return 0;
 }
 
@@ -313,6 +321,7 @@ static int take_option(const struct command *c, int opt, struct cmd_args *a)
         case OPT_ALL: a->all = 1; break;
         case OPT_UNSENT: a->unsent = 1; break;
         case OPT_LIMIT: a->limit = optarg; break;
+        case OPT_MARKDOWN: a->markdown = 1; break;
         default: command_help(stderr, c); return 2;
         }
         return -1;

@@ -220,11 +220,12 @@ static void fields_defaults(const struct field *fields, void *base);
 static void settings_new(struct config *cfg);
 static void fields_defaults_in(const struct config *cfg, const struct field *fields, void *base);
 
-static const char *enum_list(const struct enum_name *names, char *buf, size_t sz)
+const char *config_enum_list(const struct enum_name *names, char *buf, size_t sz)
 {
         buf[0] = '\0';
         for (const struct enum_name *e = names; e->name; e++)
-                snprintf(buf + strlen(buf), sz - strlen(buf), "%s%s", e->name, e[1].name ? ", " : "");
+                if (!e->hidden)
+                        snprintf(buf + strlen(buf), sz - strlen(buf), "%s%s", buf[0] ? ", " : "", e->name);
         return buf;
 }
 
@@ -357,7 +358,7 @@ static void read_enum(struct walk *w, const struct field *f, const yaml_node_t *
 {
         char *s = scalar_value(w, v, path), c[CLIP_SZ], list[256];
         if (s && enum_value(f->names, s, (int *)slot))
-                werr(w, v, "'%s': '%s' is not one of %s", path, clip(s, c), enum_list(f->names, list, sizeof(list)));
+                werr(w, v, "'%s': '%s' is not one of %s", path, clip(s, c), config_enum_list(f->names, list, sizeof(list)));
         free(s);
 }
 
@@ -1012,36 +1013,6 @@ void config_dump(const struct config *cfg, FILE *fp)
                 snprintf(prefix, sizeof(prefix), "retention_classes.%s.", cfg->classes[i].name);
                 dump_fields(fp, cfg, config_class_fields, &cfg->classes[i], prefix);
         }
-}
-
-static void print_fields(FILE *fp, const struct field *fields, const char *prefix)
-{
-        static const char *const types[] = {"string", "integer", "duration", "boolean", "enum",
-                                            "section", "tree",    "map",      "list",    "map"};
-        for (const struct field *f = fields; f->name; f++) {
-                char path[256], list[256];
-                if (f->type == F_OWN) { /* a broker's row, as its own */
-                        print_fields(fp, (const struct field[]){*f->sub, {.name = NULL}}, prefix);
-                        continue;
-                }
-                snprintf(path, sizeof(path), "%s%s", prefix, f->name);
-                fprintf(fp, "  %-48s %-8s %-13s %s%s%s%s%s\n", path, types[f->type],
-                        f->required ? "required" : (f->def ? f->def : "-"), f->desc, f->names ? " (one of: " : "",
-                        f->names ? enum_list(f->names, list, sizeof(list)) : "", f->names ? ")" : "",
-                        f->reload ? " [reloads on SIGHUP]" : "");
-                if (f->type == F_SECTION || f->type == F_TOPICS || f->type == F_CLASSES) {
-                        char sub[256];
-                        snprintf(sub, sizeof(sub), "%s%s", path,
-                                 f->type == F_TOPICS ? "[]." : f->type == F_CLASSES ? ".NAME." : ".");
-                        print_fields(fp, f->sub, sub);
-                }
-        }
-}
-
-void config_print_reference(FILE *fp)
-{
-        fprintf(fp, "  %-48s %-8s %-13s %s\n", "key", "type", "default", "description");
-        print_fields(fp, config_rows(), "");
 }
 
 void *config_broker_settings(const struct config *cfg)

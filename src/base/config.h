@@ -211,6 +211,8 @@ const char *config_tree_get(const json_t *tree, const char *path);
 
 /** Print the reference of every key (name, type, default, description). */
 void config_print_reference(FILE *fp);
+/** The same as Markdown, the settings that matter first (docs/configuration.md). */
+void config_print_markdown(FILE *fp);
 
 /**
  * Expand ${NAME} and ${NAME:-default} in s. Returns a malloc'd string, or

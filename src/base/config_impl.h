@@ -25,6 +25,7 @@ enum ftype {
 struct enum_name {
         const char *name;
         int value;
+        int hidden; /* accepted, but not listed (a test build's loopback broker) */
 };
 
 /* librdkafka's config rows are the model: a row names only what it sets. */
@@ -44,8 +45,13 @@ struct field {
         int (*secret_key)(const char *name); /* F_KV: 1 when that entry's value is a secret */
         const char *const *keys_required;    /* F_KV: entries that may not be null (NULL-terminated) */
         int reload;                     /* SIGHUP applies a new value without a restart */
+        int importance;                 /* 1: set it or know why not; 3: rarely touched; 0: between
+                                         * (the reference lists the ones that matter first) */
         const char *desc;
 };
+
+/** The names an F_ENUM row lists ("a, b, c"; hidden ones left out) into buf. */
+const char *config_enum_list(const struct enum_name *names, char *buf, size_t sz);
 
 /** Whether "" is a value of string row f: the row says so, or it is the row's default. */
 int config_field_empty_ok(const struct field *f);
@@ -79,6 +85,7 @@ struct config_broker {
         const struct field *rows;  /* its top-level rows, offsets into its settings */
         size_t settings_size;
         int amqp_properties;       /* a key may read {amqp:NAME} */
+        int test_only;             /* registered in test builds only: not listed in the reference */
         /** The checks across keys when it is the one consumed (settings: its own). */
         void (*check)(struct config_checks *c, void *settings);
 };

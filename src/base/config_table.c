@@ -13,47 +13,47 @@
 #define ROFF(m) offsetof(struct retention_class, m)
 
 static const struct enum_name modes[] = {
-        {"transactional", MODE_TRANSACTIONAL}, {"external", MODE_EXTERNAL}, {NULL, 0}};
+        {"transactional", MODE_TRANSACTIONAL, 0}, {"external", MODE_EXTERNAL, 0}, {NULL, 0, 0}};
 static const struct enum_name on_expired_names[] = {
-        {"dead-letter", EXPIRED_DEAD_LETTER}, {"skip", EXPIRED_SKIP}, {"reexecute", EXPIRED_REEXECUTE}, {NULL, 0}};
+        {"dead-letter", EXPIRED_DEAD_LETTER, 0}, {"skip", EXPIRED_SKIP, 0}, {"reexecute", EXPIRED_REEXECUTE, 0}, {NULL, 0, 0}};
 static const struct enum_name on_mismatch_names[] = {
-        {"absorb", MISMATCH_ABSORB}, {"dead-letter", MISMATCH_DEAD_LETTER}, {NULL, 0}};
+        {"absorb", MISMATCH_ABSORB, 0}, {"dead-letter", MISMATCH_DEAD_LETTER, 0}, {NULL, 0, 0}};
 static const struct enum_name log_levels[] = {
-        {"error", LOG_ERROR}, {"warn", LOG_WARN}, {"info", LOG_INFO}, {"debug", LOG_DEBUG}, {NULL, 0}};
+        {"error", LOG_ERROR, 0}, {"warn", LOG_WARN, 0}, {"info", LOG_INFO, 0}, {"debug", LOG_DEBUG, 0}, {NULL, 0, 0}};
 /* source: one name per broker of the broker table (config_rows fills it). */
 static struct enum_name sources[CONFIG_BROKERS_MAX + 1];
 static const struct enum_name log_formats[] = {
-        {"human", LOG_FORMAT_HUMAN}, {"json", LOG_FORMAT_JSON}, {NULL, 0}};
+        {"human", LOG_FORMAT_HUMAN, 0}, {"json", LOG_FORMAT_JSON, 0}, {NULL, 0, 0}};
 
 static const struct field key_fields[] = {
-        {.name = "subject", .type = F_STR, .off = TOFF(key_subject), .required = 1, .check = keyspec_template_check,
+        {.name = "subject", .importance = 1, .type = F_STR, .off = TOFF(key_subject), .required = 1, .check = keyspec_template_check,
          .desc = "The business entity: \"{json:order_id}\", \"{header:NAME}\", \"{key}\", literals, or a mix"},
-        {.name = "action", .type = F_STR, .off = TOFF(key_action), .check = keyspec_template_check,
+        {.name = "action", .importance = 1, .type = F_STR, .off = TOFF(key_action), .check = keyspec_template_check,
          .desc = "What is done to the subject, usually a literal such as PAY"},
-        {.name = "request", .type = F_STR, .off = TOFF(key_request), .check = keyspec_template_check,
+        {.name = "request", .importance = 1, .type = F_STR, .off = TOFF(key_request), .check = keyspec_template_check,
          .desc = "Optional caller-generated request id reused on retry, e.g. \"{header:request-id}\""},
         {.name = NULL},
 };
 
 static const struct field handler_fields[] = {
-        {.name = "path", .type = F_STR, .off = TOFF(handler_path), .required = 1,
+        {.name = "path", .importance = 1, .type = F_STR, .off = TOFF(handler_path), .required = 1,
          .desc = "Path of the handler shared object (relative paths are relative to the working directory)"},
-        {.name = "config", .type = F_TREE, .off = TOFF(handler_config),
+        {.name = "config", .importance = 1, .type = F_TREE, .off = TOFF(handler_config),
          .desc = "Free-form subtree passed to the handler's init()"},
-        {.name = "per_message", .type = F_BOOL, .off = TOFF(handler_per_message), .def = "false",
+        {.name = "per_message", .importance = 3, .type = F_BOOL, .off = TOFF(handler_per_message), .def = "false",
          .desc = "Call handle() one message at a time even when the handler has handle_batch (to compare the "
                  "two, or to debug)"},
         {.name = NULL},
 };
 
 static const struct field batch_fields[] = {
-        {.name = "max_messages", .type = F_INT, .off = TOFF(batch_max_messages), .def = "500", .min = 1, .max = 100000,
+        {.name = "max_messages", .importance = 1, .type = F_INT, .off = TOFF(batch_max_messages), .def = "500", .min = 1, .max = 100000,
          .reload = 1,
          .desc = "Most messages in one batch (one PostgreSQL transaction)"},
         {.name = "max_wait_ms", .type = F_INT, .off = TOFF(batch_max_wait_ms), .def = "100", .min = 0, .max = 60000,
          .reload = 1,
          .desc = "Longest time a batch waits to fill before it is processed"},
-        {.name = "adaptive", .type = F_BOOL, .off = TOFF(batch_adaptive), .def = "true", .reload = 1,
+        {.name = "adaptive", .importance = 3, .type = F_BOOL, .off = TOFF(batch_adaptive), .def = "true", .reload = 1,
          .desc = "Process a partial batch as soon as the consumer has nothing more queued, so at low rates "
                  "a message does not wait max_wait_ms for others; false waits for a full batch or max_wait_ms"},
         {.name = "timeout_ms", .type = F_INT, .off = TOFF(batch_timeout_ms), .def = "30000", .min = 100, .max = 3600000,
@@ -63,7 +63,7 @@ static const struct field batch_fields[] = {
 };
 
 static const struct field retry_fields[] = {
-        {.name = "max_attempts", .type = F_INT, .off = TOFF(retry_max_attempts), .def = "5", .min = 1, .max = 1000,
+        {.name = "max_attempts", .importance = 1, .type = F_INT, .off = TOFF(retry_max_attempts), .def = "5", .min = 1, .max = 1000,
          .desc = "Attempts for a message whose handler returns RETRY before it is dead-lettered"},
         {.name = "backoff_ms", .type = F_INT, .off = TOFF(retry_backoff_ms), .def = "200", .min = 0, .max = 600000,
          .desc = "First backoff after a failed batch; doubles on every retry"},
@@ -76,7 +76,7 @@ static const struct field retry_fields[] = {
 };
 
 static const struct field dlq_fields[] = {
-        {.name = "topic", .type = F_STR, .off = TOFF(dlq_topic),
+        {.name = "topic", .importance = 1, .type = F_STR, .off = TOFF(dlq_topic),
          .desc = "Dead-letter topic (default: <topic>.dlq); must exist unless create is true"},
         {.name = "create", .type = F_BOOL, .off = TOFF(dlq_create), .def = "false",
          .desc = "Create the dead-letter topic at start when it is missing (broker's default partitions and "
@@ -107,7 +107,7 @@ static const struct field reply_fields[] = {
          .desc = "Header naming the reply topic; \"\" disables replies"},
         {.name = "correlation_header", .type = F_STR, .off = TOFF(correlation_header), .def = "correlation-id",
          .desc = "Header copied to the reply (and used as its Kafka key)"},
-        {.name = "allow", .type = F_TREE, .off = TOFF(reply_allow),
+        {.name = "allow", .importance = 1, .type = F_TREE, .off = TOFF(reply_allow),
          .desc = "Where replies may go: a list of names, an entry ending in * a prefix (\"replies.*\"; \"*\": "
                  "anywhere); a reply elsewhere is not sent (logged, counted; the message is applied). Unset: any "
                  "destination, with a warning. Never to dedupd's own topics or the broker's internal names"},
@@ -115,10 +115,10 @@ static const struct field reply_fields[] = {
 };
 
 const struct field config_topic_fields[] = {
-        {.name = "name", .type = F_STR, .off = TOFF(name), .required = 1, .desc = "Kafka topic to consume"},
-        {.name = "key", .type = F_SECTION, .required = 1, .sub = key_fields,
+        {.name = "name", .importance = 1, .type = F_STR, .off = TOFF(name), .required = 1, .desc = "The topic to consume (on NATS a subject of nats.stream, on RabbitMQ a queue)"},
+        {.name = "key", .importance = 1, .type = F_SECTION, .required = 1, .sub = key_fields,
          .desc = "How the idempotency key subject/action[/request] is built"},
-        {.name = "handler", .type = F_SECTION, .required = 1, .sub = handler_fields, .desc = "The handler shared object"},
+        {.name = "handler", .importance = 1, .type = F_SECTION, .required = 1, .sub = handler_fields, .desc = "The handler shared object"},
         {.name = "batch", .type = F_SECTION, .sub = batch_fields, .desc = "Batch limits"},
         {.name = "retry", .type = F_SECTION, .sub = retry_fields, .desc = "Retry budget for handler RETRY results"},
         {.name = "dead_letter", .type = F_SECTION, .sub = dlq_fields, .desc = "Where unprocessable messages go"},
@@ -126,7 +126,7 @@ const struct field config_topic_fields[] = {
          .max = 1000000000,
          .desc = "This topic's limits.payload_bytes (default: that one): larger payloads are dead-lettered "
                  "unprocessed; the dead-letter topic must hold this plus 16 KiB"},
-        {.name = "mode", .type = F_ENUM, .off = TOFF(mode), .def = "transactional", .names = modes,
+        {.name = "mode", .importance = 1, .type = F_ENUM, .off = TOFF(mode), .def = "transactional", .names = modes,
          .desc = "transactional (the handler's effect commits with the key) or external (effects outside "
                  "PostgreSQL: claim PENDING with a lease, run, finish; design section 6)"},
         {.name = "external", .type = F_SECTION, .sub = external_fields, .desc = "Settings of mode: external"},
@@ -134,13 +134,13 @@ const struct field config_topic_fields[] = {
          .desc = "What is fingerprinted, and what a same-key-different-fingerprint duplicate gets"},
         {.name = "reply", .type = F_SECTION, .sub = reply_fields,
          .desc = "Where a duplicate's stored first response is published again"},
-        {.name = "retention", .type = F_STR, .off = TOFF(retention_name),
+        {.name = "retention", .importance = 1, .type = F_STR, .off = TOFF(retention_name),
          .desc = "Name of a retention class; without one, keys never expire"},
         {.name = NULL},
 };
 
 const struct field config_class_fields[] = {
-        {.name = "keep", .type = F_DURATION, .off = ROFF(keep_ms), .required = 1, .min = 1,
+        {.name = "keep", .importance = 1, .type = F_DURATION, .off = ROFF(keep_ms), .required = 1, .min = 1,
          .desc = "How long a key is kept after it was first seen; must exceed max_retry + clock_skew + replay_window"},
         {.name = "max_retry", .type = F_DURATION, .off = ROFF(max_retry_ms), .def = "0",
          .desc = "Longest time over which a producer, gateway or the broker may retry a message"},
@@ -159,7 +159,7 @@ static const struct field purge_fields[] = {
         {.name = "interval_ms", .type = F_INT, .off = COFF(purge_interval_ms), .def = "60000", .min = 0, .max = 86400000,
          .reload = 1,
          .desc = "How often the daemon purges expired keys (0: never; use dedupctl purge)"},
-        {.name = "batch", .type = F_INT, .off = COFF(purge_batch), .def = "1000", .min = 1, .max = 100000, .reload = 1,
+        {.name = "batch", .importance = 3, .type = F_INT, .off = COFF(purge_batch), .def = "1000", .min = 1, .max = 100000, .reload = 1,
          .desc = "Keys deleted per statement: small batches keep locks short"},
         {.name = NULL},
 };
@@ -167,7 +167,7 @@ static const struct field purge_fields[] = {
 static const struct field outbox_fields[] = {
         {.name = "interval_ms", .type = F_INT, .off = COFF(outbox_interval_ms), .def = "1000", .min = 10, .max = 600000,
          .desc = "How often the relay looks for unsent outbox rows (it also runs after every batch that emitted)"},
-        {.name = "batch", .type = F_INT, .off = COFF(outbox_batch), .def = "500", .min = 1, .max = 100000,
+        {.name = "batch", .importance = 3, .type = F_INT, .off = COFF(outbox_batch), .def = "500", .min = 1, .max = 100000,
          .desc = "Outbox rows published per round"},
         {.name = "max_failures", .type = F_INT, .off = COFF(outbox_max_failures), .def = "10", .min = 1,
          .max = 1000, .reload = 1,
@@ -177,7 +177,7 @@ static const struct field outbox_fields[] = {
         {.name = "retry_backoff_ms", .type = F_INT, .off = COFF(outbox_retry_backoff_ms), .def = "1000", .min = 0,
          .max = 3600000, .reload = 1,
          .desc = "Wait before a failed row is tried again; doubles with each failure. The rows behind it go on"},
-        {.name = "retry_backoff_max_ms", .type = F_INT, .off = COFF(outbox_retry_backoff_max_ms), .def = "300000",
+        {.name = "retry_backoff_max_ms", .importance = 3, .type = F_INT, .off = COFF(outbox_retry_backoff_max_ms), .def = "300000",
          .min = 0, .max = 86400000, .reload = 1, .desc = "Longest wait before a failed row is tried again"},
         {.name = "publish_timeout_ms", .type = F_INT, .off = COFF(outbox_publish_timeout_ms), .def = "3000",
          .min = 100, .max = 20000,
@@ -198,10 +198,10 @@ static const struct field limits_fields[] = {
         {.name = "key_bytes", .type = F_INT, .off = COFF(limit_key_bytes), .def = "4096", .min = 16, .max = 1048576,
          .desc = "A key longer than this (its text, before hashing) is dead-lettered; keys over 512 bytes are "
                  "stored as sha256:<hex> with their text beside them for dedupctl inspect"},
-        {.name = "json_depth", .type = F_INT, .off = COFF(limit_json_depth), .def = "64", .min = 1, .max = 2048,
+        {.name = "json_depth", .importance = 3, .type = F_INT, .off = COFF(limit_json_depth), .def = "64", .min = 1, .max = 2048,
          .desc = "A payload read as JSON (for the key or the fingerprint) nested deeper is dead-lettered before "
                  "it is parsed"},
-        {.name = "headers", .type = F_INT, .off = COFF(limit_headers), .def = "64", .min = 0, .max = 100000,
+        {.name = "headers", .importance = 3, .type = F_INT, .off = COFF(limit_headers), .def = "64", .min = 0, .max = 100000,
          .desc = "A message with more headers is dead-lettered"},
         {.name = "batch_bytes", .type = F_INT, .off = COFF(limit_batch_bytes), .def = "67108864", .min = 1024,
          .max = 2147483647,
@@ -215,28 +215,28 @@ static const struct field limits_fields[] = {
 };
 
 static const struct field http_fields[] = {
-        {.name = "listen", .type = F_STR, .off = COFF(http_listen), .def = "", .check = hostport_check,
+        {.name = "listen", .importance = 1, .type = F_STR, .off = COFF(http_listen), .def = "", .check = hostport_check,
          .desc = "Where /metrics (Prometheus), /healthz and /readyz are served, host:port (\"127.0.0.1:9400\"; port 0 "
                  "picks one and logs it); empty: no endpoints. No authentication and no TLS: keep it on loopback, "
                  "or reachable only from the Prometheus network (dedupctl check warns otherwise)"},
         {.name = "max_connections", .type = F_INT, .off = COFF(http_max_connections), .def = "128", .min = 1,
          .max = 10000,
          .desc = "Connections served at once; past it new ones wait in the kernel's backlog until one closes"},
-        {.name = "max_connections_per_ip", .type = F_INT, .off = COFF(http_max_connections_per_ip), .def = "8",
+        {.name = "max_connections_per_ip", .importance = 3, .type = F_INT, .off = COFF(http_max_connections_per_ip), .def = "8",
          .min = 1, .max = 10000,
          .desc = "Connections one client address may hold; more from it are closed at once, so a client that "
                  "opens many idle sockets locks out only itself"},
-        {.name = "idle_timeout_s", .type = F_INT, .off = COFF(http_idle_timeout_s), .def = "10", .min = 1,
+        {.name = "idle_timeout_s", .importance = 3, .type = F_INT, .off = COFF(http_idle_timeout_s), .def = "10", .min = 1,
          .max = 3600,
          .desc = "A connection that sends and receives nothing this long is closed (a scrape answers in "
                  "milliseconds)"},
-        {.name = "gauges_interval_ms", .type = F_INT, .off = COFF(http_gauges_interval_ms), .def = "10000", .min = 1000,
+        {.name = "gauges_interval_ms", .importance = 3, .type = F_INT, .off = COFF(http_gauges_interval_ms), .def = "10000", .min = 1000,
          .max = 3600000, .desc = "How often the gauges read from the database (PENDING keys, outbox backlog) are refreshed"},
         {.name = NULL},
 };
 
 static const struct field postgres_fields[] = {
-        {.name = "conninfo", .type = F_STR, .off = COFF(pg_conninfo), .required = 1, .secret = 1,
+        {.name = "conninfo", .importance = 1, .type = F_STR, .off = COFF(pg_conninfo), .required = 1, .secret = 1,
          .desc = "libpq connection string or URI; put the password in ${ENV}, ${file:/path} or ~/.pgpass (never logged)"},
         {.name = "retry_max_ms", .type = F_INT, .off = COFF(db_retry_max_ms), .def = "5000", .min = 10, .max = 600000,
          .desc = "Longest wait between reconnection attempts while the database is down"},
@@ -244,7 +244,7 @@ static const struct field postgres_fields[] = {
          .max = 600000, .reload = 1,
          .desc = "While no batch has used the connection for this long, ask the database SELECT 1 (readiness "
                  "turns false and dedupd reconnects when it does not answer); 0: never"},
-        {.name = "probe_timeout_ms", .type = F_INT, .off = COFF(db_probe_timeout_ms), .def = "1000", .min = 100,
+        {.name = "probe_timeout_ms", .importance = 3, .type = F_INT, .off = COFF(db_probe_timeout_ms), .def = "1000", .min = 100,
          .max = 2000, .reload = 1,
          .desc = "How long that SELECT 1 may take before the database counts as lost (the loop waits that long "
                  "at most)"},
@@ -252,12 +252,12 @@ static const struct field postgres_fields[] = {
 };
 
 const struct field config_top_fields[] = {
-        {.name = "namespace", .type = F_STR, .off = COFF(namespace), .required = 1,
+        {.name = "namespace", .importance = 1, .type = F_STR, .off = COFF(namespace), .required = 1,
          .desc = "Dedup scope: the service's name. Not the consumer group, which changes with a blue/green deploy "
                  "while the dedup record must not"},
         {.name = "log_level", .type = F_ENUM, .off = COFF(log_level), .def = "info", .names = log_levels, .reload = 1,
          .desc = "error, warn, info or debug"},
-        {.name = "log_format", .type = F_ENUM, .off = COFF(log_format), .def = "human", .names = log_formats,
+        {.name = "log_format", .importance = 3, .type = F_ENUM, .off = COFF(log_format), .def = "human", .names = log_formats,
          .desc = "human (timestamp, pid, level, [context], message) or json (one object a line: ts, level, pid, "
                  "ctx, msg); dedupd --log-format overrides it"},
         {.name = "startup_timeout_ms", .type = F_INT, .off = COFF(startup_timeout_ms), .def = "60000", .min = 0,
@@ -267,19 +267,19 @@ const struct field config_top_fields[] = {
                  "a restart without group.instance.id waits that long for its partitions"},
         {.name = "shutdown_timeout_ms", .type = F_INT, .off = COFF(shutdown_timeout_ms), .def = "10000", .min = 0,
          .max = 600000, .desc = "Longest a clean shutdown may take before dedupd exits anyway"},
-        {.name = "workers", .type = F_INT, .off = COFF(workers), .def = "1", .min = 1, .max = 64,
+        {.name = "workers", .importance = 1, .type = F_INT, .off = COFF(workers), .def = "1", .min = 1, .max = 64,
          .desc = "Partition workers: each runs its partitions' batches on a thread and a database connection of "
                  "its own, so the database works on one batch while dedupd reads the next; a partition always runs "
                  "on the same worker (its order is kept). More than 1 needs transactional mode, Kafka or NATS, and "
                  "handlers that declare DEDUPD_HANDLER_F_CONCURRENT (transfer and sql do); 2 per core of the "
                  "database is a good start"},
-        {.name = "source", .type = F_ENUM, .off = COFF(source), .def = "kafka", .names = sources,
+        {.name = "source", .importance = 1, .type = F_ENUM, .off = COFF(source), .def = "kafka", .names = sources,
          .desc = "The broker this daemon consumes (a second broker is a second dedupd); its own settings are "
                  "under the key of its name"},
-        {.name = "postgres", .type = F_SECTION, .required = 1, .sub = postgres_fields, .desc = "The database"},
-        {.name = "topics", .type = F_TOPICS, .required = 1, .sub = config_topic_fields,
+        {.name = "postgres", .importance = 1, .type = F_SECTION, .required = 1, .sub = postgres_fields, .desc = "The database"},
+        {.name = "topics", .importance = 1, .type = F_TOPICS, .required = 1, .sub = config_topic_fields,
          .desc = "The topics to consume, one entry each"},
-        {.name = "retention_classes", .type = F_CLASSES, .sub = config_class_fields,
+        {.name = "retention_classes", .importance = 1, .type = F_CLASSES, .sub = config_class_fields,
          .desc = "Named retention classes (design section 8); a topic names one with retention:"},
         {.name = "purge", .type = F_SECTION, .sub = purge_fields, .desc = "Deleting expired keys and sent outbox rows"},
         {.name = "outbox", .type = F_SECTION, .sub = outbox_fields, .desc = "The outbox relay"},
@@ -300,7 +300,7 @@ static size_t add_broker_rows(size_t n)
 {
         const struct config_broker *b;
         for (size_t i = 0; (b = config_broker_at(i)) && i < CONFIG_BROKERS_MAX; i++) {
-                sources[i] = (struct enum_name){b->name, (int)i};
+                sources[i] = (struct enum_name){b->name, (int)i, b->test_only};
                 for (const struct field *f = b->rows; f->name && n + 1 < TOP_ROWS_MAX; f++)
                         top_rows[n++] = (struct field){.name = f->name, .type = F_OWN, .off = i, .sub = f,
                                                        .desc = f->desc};

@@ -11,6 +11,7 @@ static const struct config_broker loopback_config = {
         .title = "the loopback broker",
         .rows = rows,
         .settings_size = 0,
+        .test_only = 1,
 };
 
 static struct broker_run *open_run(const struct config *cfg) { return (struct broker_run *)loopback_new(cfg); }

@@ -17,12 +17,12 @@ static const struct field dlq_fields[] = {
 };
 
 static const struct field fields[] = {
-        {.name = "url", .type = F_STR, .off = NOFF(url), .def = "nats://127.0.0.1:4222", .secret = 1,
+        {.name = "url", .importance = 1, .type = F_STR, .off = NOFF(url), .def = "nats://127.0.0.1:4222", .secret = 1,
          .desc = "NATS server URL(s), comma-separated; may carry user:password@ (never logged)"},
-        {.name = "stream", .type = F_STR, .off = NOFF(stream), .def = "",
+        {.name = "stream", .importance = 1, .type = F_STR, .off = NOFF(stream), .def = "",
          .desc = "The JetStream stream whose subjects are the topics[].name; required with source: nats, and "
                  "it must exist"},
-        {.name = "durable", .type = F_STR, .off = NOFF(durable), .def = "",
+        {.name = "durable", .importance = 3, .type = F_STR, .off = NOFF(durable), .def = "",
          .desc = "Durable pull consumer name prefix; each topic's consumer is <durable>-<subject> (. * > as _); "
                  "empty: dedupd-<namespace>"},
         {.name = "max_ack_pending", .type = F_INT, .off = NOFF(max_ack_pending), .def = "1000", .min = 1,
@@ -43,7 +43,7 @@ static const struct field fields[] = {
 };
 
 static const struct field rows[] = {
-        {.name = "nats", .type = F_SECTION, .sub = fields, .desc = "NATS JetStream (source: nats)"},
+        {.name = "nats", .importance = 1, .type = F_SECTION, .sub = fields, .desc = "NATS JetStream (source: nats)"},
         {.name = NULL},
 };
 

@@ -21,13 +21,13 @@ static const struct field dlq_fields[] = {
 };
 
 static const struct field fields[] = {
-        {.name = "url", .type = F_STR, .off = ROFF(url), .secret = 1,
+        {.name = "url", .importance = 1, .type = F_STR, .off = ROFF(url), .secret = 1,
          .desc = "amqp://user:password@host:port/vhost (amqps:// for TLS); put the password in ${ENV} (never logged)"},
         {.name = "prefetch", .type = F_INT, .off = ROFF(prefetch), .def = "1000", .min = 1, .max = 65535,
          .desc = "basic.qos: most unacknowledged deliveries at once, which bounds a batch"},
-        {.name = "heartbeat_s", .type = F_INT, .off = ROFF(heartbeat_s), .def = "30", .min = 0, .max = 3600,
+        {.name = "heartbeat_s", .importance = 3, .type = F_INT, .off = ROFF(heartbeat_s), .def = "30", .min = 0, .max = 3600,
          .desc = "AMQP heartbeat; a broker silent for twice this is a lost connection (0: none)"},
-        {.name = "reconnect_max_ms", .type = F_INT, .off = ROFF(reconnect_max_ms), .def = "5000", .min = 10,
+        {.name = "reconnect_max_ms", .importance = 3, .type = F_INT, .off = ROFF(reconnect_max_ms), .def = "5000", .min = 10,
          .max = 600000, .desc = "Longest wait between reconnection attempts while the broker is unreachable"},
         {.name = "ca_file", .type = F_STR, .off = ROFF(ca_file), .def = "",
          .desc = "With amqps://: the CA certificate (PEM) the broker's certificate is verified against"},
@@ -39,7 +39,7 @@ static const struct field fields[] = {
 };
 
 static const struct field rows[] = {
-        {.name = "rabbitmq", .type = F_SECTION, .sub = fields,
+        {.name = "rabbitmq", .importance = 1, .type = F_SECTION, .sub = fields,
          .desc = "RabbitMQ (source: rabbitmq); each topics[].name is a queue"},
         {.name = NULL},
 };
