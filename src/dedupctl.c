@@ -90,11 +90,11 @@ static const struct command commands[] = {
          "an effect, keys in doubt, counters (and since TIME), lag per partition; exit 1 listing every\n"
          "anomaly with its key and origin.",
          "since expect-caught-up", 1, 0, NULL, cmd_verify},
-        {"help-config", "[--markdown]", "every configuration key with its type, default and meaning",
+        {"help-config", "[--markdown | --man]", "every configuration key with its type, default and meaning",
          "Every configuration key with its type, default and meaning; --markdown: the reference\n"
          "docs/configuration.md is (the settings that matter first, with the values each takes and whether\n"
-         "SIGHUP reloads it).",
-         "markdown", 0, 0, NULL, help_config},
+         "SIGHUP reloads it); --man: the same as the body of dedupd.yaml(5).",
+         "markdown man", 0, 0, NULL, help_config},
         {"help", "[COMMAND]", "this text, or one command's with its options",
          "This text, or one command's.", "", 0, -1, NULL, NULL},
 };
@@ -103,7 +103,7 @@ static const struct command commands[] = {
 enum {
         OPT_PARTITIONS = 256, OPT_TO_BEGINNING, OPT_TO_OFFSET, OPT_TO_TIME, OPT_FROM_OFFSET, OPT_FROM_TIME,
         OPT_REPRODUCE, OPT_DRY_RUN, OPT_SINCE, OPT_EXPECT_CAUGHT_UP, OPT_BATCH, OPT_RATE, OPT_PRINT,
-        OPT_OFFLINE, OPT_ROLE, OPT_TABLE, OPT_APPLY, OPT_ALL, OPT_UNSENT, OPT_LIMIT, OPT_MARKDOWN,
+        OPT_OFFLINE, OPT_ROLE, OPT_TABLE, OPT_APPLY, OPT_ALL, OPT_UNSENT, OPT_LIMIT, OPT_MARKDOWN, OPT_MAN,
 };
 static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
@@ -130,6 +130,7 @@ static const struct option opts[] = {
         {"unsent", no_argument, NULL, OPT_UNSENT},
         {"limit", required_argument, NULL, OPT_LIMIT},
         {"markdown", no_argument, NULL, OPT_MARKDOWN},
+        {"man", no_argument, NULL, OPT_MAN},
         {NULL, 0, NULL, 0},
 };
 
@@ -160,6 +161,7 @@ static const struct {
         {"unsent", NULL, "list: the rows still waiting too"},
         {"limit", "N", "list: at most N rows (default 100)"},
         {"markdown", NULL, "as Markdown (docs/configuration.md)"},
+        {"man", NULL, "as the body of the man page dedupd.yaml(5), for pandoc"},
 };
 
 static const struct command *command_named(const char *name)
@@ -244,7 +246,9 @@ static void command_help(FILE *fp, const struct command *c)
 static int help_config(struct config *cfg, const struct cmd_args *a)
 {
         (void)cfg;
-        if (a->markdown)
+        if (a->markdown == 2)
+                config_print_man(stdout);
+        else if (a->markdown)
                 config_print_markdown(stdout);
         else
                 config_print_reference(stdout);
@@ -322,6 +326,7 @@ static int take_option(const struct command *c, int opt, struct cmd_args *a)
         case OPT_UNSENT: a->unsent = 1; break;
         case OPT_LIMIT: a->limit = optarg; break;
         case OPT_MARKDOWN: a->markdown = 1; break;
+        case OPT_MAN: a->markdown = 2; break;
         default: command_help(stderr, c); return 2;
         }
         return -1;

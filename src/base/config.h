@@ -213,6 +213,8 @@ const char *config_tree_get(const json_t *tree, const char *path);
 void config_print_reference(FILE *fp);
 /** The same as Markdown, the settings that matter first (docs/configuration.md). */
 void config_print_markdown(FILE *fp);
+/** The same as the body of a man page (pandoc's Markdown, a definition list): dedupd.yaml(5). */
+void config_print_man(FILE *fp);
 
 /**
  * Expand ${NAME} and ${NAME:-default} in s. Returns a malloc'd string, or

@@ -21,7 +21,7 @@ struct cmd_args {
         int apply;              /* grant --apply */
         int all, unsent;        /* outbox --all, --unsent */
         const char *limit;      /* outbox list --limit */
-        int markdown;           /* help-config --markdown */
+        int markdown;           /* help-config: 1 --markdown, 2 --man */
         int nwords;             /* what follows the options: inspect's KEY, outbox's ACTION [ID...] */
         char *const *words;
 

@@ -18,14 +18,15 @@ ABI=$(sed -n 's/^#define DEDUPD_HANDLER_ABI_MAJOR \([0-9]*\)$/\1/p' "$ROOT/inclu
 log "building and installing into $P"
 cmake -S "$ROOT" -B "$B" -G Ninja -DDEDUPD_TESTS=OFF -DCMAKE_INSTALL_PREFIX="$P" >"$WORK/configure.log" 2>&1 ||
         fail "configure: $(tail -n 20 "$WORK/configure.log")"
-ninja -C "$B" dedupd dedupctl transfer sql filesink >"$WORK/build.log" 2>&1 || fail "build: $(tail -n 20 "$WORK/build.log")"
+ninja -C "$B" dedupd dedupctl transfer sql filesink man >"$WORK/build.log" 2>&1 || fail "build: $(tail -n 20 "$WORK/build.log")"
 cmake --install "$B" >"$WORK/install.log" 2>&1 || fail "install: $(tail -n 20 "$WORK/install.log")"
 
 for f in bin/dedupd bin/dedupctl lib/dedupd/transfer.so lib/dedupd/sql.so lib/dedupd/filesink.so \
         include/dedupd/handler.h lib/pkgconfig/dedupd-handler.pc lib/cmake/dedupd/dedupdConfig.cmake \
         lib/cmake/dedupd/dedupdConfigVersion.cmake lib/cmake/dedupd/dedupdTargets.cmake \
         lib/systemd/system/dedupd.service share/doc/dedupd/dedupd.example.yaml \
-        share/doc/dedupd/dedupd.minimal.yaml; do
+        share/doc/dedupd/dedupd.minimal.yaml share/man/man8/dedupd.8 share/man/man1/dedupctl.1 \
+        share/man/man5/dedupd.yaml.5; do
         [[ -s $P/$f ]] || fail "not installed: $f"
 done
 [[ -x $P/bin/dedupd && -x $P/bin/dedupctl ]] || fail "installed binaries are not executable"
@@ -59,7 +60,8 @@ for prog in dedupd dedupctl; do
         "$P/bin/$prog" --version >"$WORK/$prog.version" || fail "installed $prog --version exited $?"
         cat "$WORK/$prog.version"
         assert_eq "$(sed -n 1p "$WORK/$prog.version")" "$prog $VERSION (handler ABI $ABI)" "installed $prog --version, line 1"
-        assert_eq "$(sed -n 2p "$WORK/$prog.version")" "librdkafka $(pkg-config --modversion rdkafka), libpq $(pkg-config --modversion libpq)" "installed $prog --version, line 2"
+        assert_eq "$(sed -n 2p "$WORK/$prog.version")" "librdkafka $(pkg-config --modversion rdkafka), librabbitmq $(pkg-config --modversion librabbitmq), nats.c $(pkg-config --modversion libnats)" "installed $prog --version, line 2 (the brokers' client libraries)"
+        assert_eq "$(sed -n 3p "$WORK/$prog.version")" "libpq $(pkg-config --modversion libpq)" "installed $prog --version, line 3"
         assert_eq "$(sed -n '$p' "$WORK/$prog.version")" "fault points: none (DEDUPD_FAULT is ignored)" "installed $prog --version, last line"
 done
 
