@@ -3,10 +3,10 @@
 # a private PostgreSQL primary with an asynchronous streaming replica
 # (scripts/services pg-pair-*: the shared cluster is never stopped), dedupd's
 # conninfo naming both hosts with target_session_attrs=read-write, and a
-# failover mid-run that provably lost commits: the replica's WAL receiver is
-# stopped, dedupd commits more on the primary, the primary is stopped
-# -m immediate, the receiver killed (what it had not written is gone) and the
-# replica promoted. The test fails when the promoted database is not behind.
+# failover mid-run that provably lost commits: the replica is cut off,
+# dedupd commits more on the primary, the primary is stopped -m immediate and
+# the replica promoted. The test fails when the promoted database is not
+# behind.
 #
 # The broker's side comes from the driver: fo_topic NAME (a fresh topic or
 # subject, FO_TOPIC), fo_config FILE, fo_produce FILE (append the lines),
@@ -37,18 +37,27 @@ split -n l/3 -d "$WORK/w.txt" "$WORK/part."
 # fo_wait_progress WANT [SECONDS]: until the read-write database has progressed to WANT
 fo_wait_progress() { wait_progressed "$FO_TOPIC" "$1" "${2:-60}"; }
 
-# The replica receives no more WAL from here on (its receiver stopped).
+# The replica receives no more WAL from here on: once it has replayed what
+# the primary holds, its primary_conninfo is pointed at a closed port and
+# reloaded, so its WAL receiver disconnects and cannot come back (a WAL
+# receiver stopped with SIGSTOP once let 19 of 20 later commits through).
 fo_replica_falls_behind() {
-        local lsn
+        local lsn rcv
         lsn=$(psql "$PAIR_PRIMARY_DSN" -XAtc "SELECT pg_current_wal_lsn()")
         for ((i = 0; i < 100; i++)); do
                 [[ $(psql "$PAIR_REPLICA_DSN" -XAtc "SELECT pg_last_wal_replay_lsn() >= '$lsn'") == t ]] && break
                 sleep 0.1
         done
-        WALRCV=$(psql "$PAIR_REPLICA_DSN" -XAtc "SELECT pid FROM pg_stat_wal_receiver WHERE status = 'streaming'")
-        [[ -n $WALRCV ]] || fail "the replica has no streaming WAL receiver"
-        kill -STOP "$WALRCV"
-        log "replica's WAL receiver (pid $WALRCV) stopped at the primary's $lsn"
+        psql "$PAIR_REPLICA_DSN" -XAtqc "ALTER SYSTEM SET primary_conninfo = 'host=127.0.0.1 port=1 connect_timeout=1'" \
+                -c "SELECT pg_reload_conf()" >/dev/null
+        for ((i = 0; i < 100; i++)); do
+                rcv=$(psql "$PAIR_REPLICA_DSN" -XAtc "SELECT count(*) FROM pg_stat_wal_receiver WHERE status = 'streaming'")
+                [[ $rcv == 0 ]] && break
+                sleep 0.1
+        done
+        [[ $rcv == 0 ]] || fail "the replica's WAL receiver still streams from the primary after its primary_conninfo was cut"
+        FO_REPLICA_LSN=$(psql "$PAIR_REPLICA_DSN" -XAtc "SELECT pg_last_wal_receive_lsn()")
+        log "replica cut off from the primary at its $FO_REPLICA_LSN (the primary was at $lsn)"
 }
 
 # What the primary holds when it dies (no dedupd commits meanwhile).
@@ -57,22 +66,23 @@ fo_primary_measured() {
         FO_PRIMARY_KEYS=$(sql "SELECT count(*) FROM dedupd.keys")
 }
 
-# The primary gone: stopped -m immediate, the replica's receiver killed.
+# The primary gone: stopped -m immediate.
 fo_primary_dies() {
         [[ -n ${FO_PRIMARY_AT:-} ]] || fo_primary_measured
         "$DEDUPD_SERVICES" pg-pair-stop "$PAIR" primary immediate >/dev/null 2>&1
-        kill -9 "$WALRCV"
         log "primary stopped -m immediate at position $FO_PRIMARY_AT, $FO_PRIMARY_KEYS keys"
         FO_LOST_FROM=$FO_PRIMARY_AT FO_LOST_KEYS=$FO_PRIMARY_KEYS
         unset FO_PRIMARY_AT FO_PRIMARY_KEYS
 }
 
 # The replica promoted; it must have lost commits, or the test proves nothing.
+# What it holds is read while it is still a standby: once promoted, the
+# running dedupd re-delivers what was lost within milliseconds.
 fo_promote() {
         local at keys
-        "$DEDUPD_SERVICES" pg-pair-promote "$PAIR" >/dev/null 2>&1
         at=$(psql "$PAIR_REPLICA_DSN" -XAtc "SELECT coalesce(sum(next_offset), 0) FROM dedupd.offsets WHERE topic = '$FO_TOPIC'")
         keys=$(psql "$PAIR_REPLICA_DSN" -XAtc "SELECT count(*) FROM dedupd.keys")
+        "$DEDUPD_SERVICES" pg-pair-promote "$PAIR" >/dev/null 2>&1
         ((at < FO_LOST_FROM && keys < FO_LOST_KEYS)) ||
                 fail "the promoted replica is not behind the primary (position $at of $FO_LOST_FROM, $keys of $FO_LOST_KEYS keys): no commit was lost, the test proves nothing"
         log "promoted the replica: position $at of the primary's $FO_LOST_FROM, $keys of $FO_LOST_KEYS keys (the rest lost)"
