@@ -54,7 +54,7 @@ while IFS=$'\t' read -r n where; do
     fi
     continue
   fi
-  sed -E -i "s#(path: *\"?)[^\" }]*/([A-Za-z0-9_]+\.so)#\1$HANDLERS/\2#" "$work/$n.yaml"
+  sed -E -i "s#(path: *\"?)[^\" ]*/([A-Za-z0-9_]+\.so)#\1$HANDLERS/\2#" "$work/$n.yaml"
   env=()
   while read -r var; do
     env+=("$var=$(value_for "$var")")
