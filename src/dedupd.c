@@ -299,7 +299,7 @@ static int connect_store(struct daemon *d)
         return -1;
 }
 
-/* A current schema is only read: a role that owns nothing (see the README's
+/* A current schema is only read: a role that owns nothing (see docs/operating.md,
  * Database roles) starts. One behind is migrated when the role may, and
  * otherwise the error names the command that migrates it. -1 to go on. */
 static int schema_ready(struct daemon *d)

@@ -28,7 +28,7 @@ struct config_kvs {
 /** The value of name in kv, or NULL. */
 const char *config_kvs_get(const struct config_kvs *kv, const char *name);
 
-/** A retention class (design §8): keys expire at created_at + keep. */
+/** A retention class (docs/design.md §8): keys expire at created_at + keep. */
 struct retention_class {
         char *name;
         int line, col;
@@ -78,7 +78,7 @@ struct topic_conf {
         int max_payload_bytes; /* 0 in the file: limits.payload_bytes */
         int payload_bytes_own; /* set on the topic, not inherited from limits */
 
-        /* mode: transactional (default) or external (design §6) */
+        /* mode: transactional (default) or external (docs/design.md §6) */
         enum topic_mode mode;
         /* external: */
         int64_t lease_ms;
@@ -137,7 +137,7 @@ struct config {
         int outbox_retry_backoff_max_ms;
         int outbox_publish_timeout_ms;    /* longest the relay waits for the broker's answer */
         int64_t outbox_keep_ms;           /* sent rows are purged this long after; 0: never */
-        /* limits: what one message, one batch and the outbox may hold (README, Limits) */
+        /* limits: what one message, one batch and the outbox may hold (docs/configuring.md, Limits) */
         int limit_payload_bytes;  /* the topics' max_payload_bytes unless they set it */
         int limit_key_bytes;      /* a key's text; longer: dead letter */
         int limit_json_depth;     /* nesting of a payload read as JSON */

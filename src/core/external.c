@@ -1,4 +1,4 @@
-/* external: external-effect mode (design §6) — claim PENDING with a lease, run the effect, finish fenced by owner; the reaper. */
+/* external: external-effect mode (docs/design.md §6) — claim PENDING with a lease, run the effect, finish fenced by owner; the reaper. */
 #include "core/external.h"
 
 #include "base/mem.h"

@@ -1,4 +1,4 @@
-/* external: external-effect mode (design §6) — claim PENDING with a lease, run the effect, finish fenced by owner; the reaper. */
+/* external: external-effect mode (docs/design.md §6) — claim PENDING with a lease, run the effect, finish fenced by owner; the reaper. */
 #ifndef DEDUPD_EXTERNAL_H
 #define DEDUPD_EXTERNAL_H
 

@@ -59,9 +59,9 @@ struct mode {
                               struct pl_commit *commits, size_t *ncommits, char *err, size_t errsz);
 };
 
-/** Design §5: one batch, one transaction (txn.c). */
+/** docs/design.md §5: one batch, one transaction (txn.c). */
 extern const struct mode mode_transactional;
-/** Design §6: claim with a lease, run, finish fenced by owner (external.c). */
+/** docs/design.md §6: claim with a lease, run, finish fenced by owner (external.c). */
 extern const struct mode mode_external;
 
 #endif

@@ -46,7 +46,7 @@ static void fingerprint(const struct topic_conf *t, struct pl_entry *e)
         hex_encode(md, SHA256_DIGEST_LENGTH, e->st.fingerprint);
 }
 
-/* The limits a message must keep before anything reads it (README,
+/* The limits a message must keep before anything reads it (docs/configuring.md,
  * Limits), or the reason it is dead-lettered. */
 static int over_limits(const struct pl_topic *pt, struct pl_entry *e)
 {

@@ -1,4 +1,4 @@
-/* txn: transactional mode (design §5) — one batch, one transaction: the claims, the handler's effects, the outcomes and the progress commit together. */
+/* txn: transactional mode (docs/design.md §5) — one batch, one transaction: the claims, the handler's effects, the outcomes and the progress commit together. */
 
 /*
  * The keys are claimed optimistically: a probe finds which are stored, the

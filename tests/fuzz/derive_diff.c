@@ -1,4 +1,4 @@
-/* derive_diff: the differential property of keys — payloads whose key fields differ never derive one key; the spellings the README's Keys section calls one value always do. */
+/* derive_diff: the differential property of keys — payloads whose key fields differ never derive one key; the spellings docs/configuring.md (Keys) calls one value always do. */
 #include "fuzz.h"
 
 #include <errno.h>
@@ -91,7 +91,7 @@ static void feedback(const char *s, size_t n)
                     k2);
 }
 
-/* Promised equal (README, Keys): a string and the integer it spells, true and
+/* Promised equal (docs/configuring.md, Keys): a string and the integer it spells, true and
  * "true", and any escaping of the same string. */
 static void equalities(const char *s, size_t n)
 {

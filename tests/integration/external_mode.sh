@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# External-effect mode (design §6) with the file sink: duplicates write once;
+# External-effect mode (docs/design.md §6) with the file sink: duplicates write once;
 # an owner killed mid-effect leaves a live lease that a second instance waits
 # out without acknowledging, then takes over by compare-and-set; a finisher
 # that lost its lease never overwrites the new owner's row; the reaper marks

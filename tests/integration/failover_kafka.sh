@@ -26,7 +26,7 @@ EOF2
 # Keyed by order: each part spreads over every partition (unkeyed, the sticky
 # partitioner may put a whole part on one), so each has a position before
 # the replica falls behind. A partition whose every commit the failover lost
-# is another case (see the README: Database failover).
+# is another case (see docs/operating.md: Database failover).
 fo_produce() { sed -E 's/^(.*"order_id":"([^"]+)".*)$/\2\t\1/' "$1" | "$KT" produce -t "$FO_TOPIC"; }
 fo_end() { produced "$FO_TOPIC"; }
 fo_wait_done() { fo_wait_progress "$(fo_end)" 90; }

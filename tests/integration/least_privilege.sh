@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Least privilege (README: Database roles): `dedupctl migrate` runs as the
+# Least privilege (docs/operating.md: Database roles): `dedupctl migrate` runs as the
 # owner of schema dedupd, `dedupctl grant` gives a role that owns nothing what
 # dedupd needs, and dedupd runs as that role:
 # 1. before the schema is migrated, the daemon role cannot start and is told

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What `cmake --install` gives an operator and a handler author: a default
-# build installed into a fresh prefix has every file where the README says,
+# build installed into a fresh prefix has every file where docs/operating.md (Installing) says,
 # no fault points (DEDUPD_FAULT cannot kill it), a --version that says so, a
 # systemd unit systemd accepts, example configs dedupctl check accepts with
 # every setting and its default, and an SDK that builds a handler out of tree

@@ -122,7 +122,7 @@ static void json_escaping(void **state)
         free(line);
 }
 
-/* The default format is the one the README shows. */
+/* The default format is the one docs/operating.md (Logs) shows. */
 static void human_line_unchanged(void **state)
 {
         (void)state;
