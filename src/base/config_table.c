@@ -128,7 +128,7 @@ const struct field config_topic_fields[] = {
                  "unprocessed; the dead-letter topic must hold this plus 16 KiB"},
         {.name = "mode", .importance = 1, .type = F_ENUM, .off = TOFF(mode), .def = "transactional", .names = modes,
          .desc = "transactional (the handler's effect commits with the key) or external (effects outside "
-                 "PostgreSQL: claim PENDING with a lease, run, finish; design section 6)"},
+                 "PostgreSQL: claim PENDING with a lease, run, finish; docs/design.md §6)"},
         {.name = "external", .type = F_SECTION, .sub = external_fields, .desc = "Settings of mode: external"},
         {.name = "fingerprint", .type = F_SECTION, .sub = fingerprint_fields,
          .desc = "What is fingerprinted, and what a same-key-different-fingerprint duplicate gets"},
@@ -280,12 +280,12 @@ const struct field config_top_fields[] = {
         {.name = "topics", .importance = 1, .type = F_TOPICS, .required = 1, .sub = config_topic_fields,
          .desc = "The topics to consume, one entry each"},
         {.name = "retention_classes", .importance = 1, .type = F_CLASSES, .sub = config_class_fields,
-         .desc = "Named retention classes (design section 8); a topic names one with retention:"},
+         .desc = "Named retention classes (docs/design.md §8); a topic names one with retention:"},
         {.name = "purge", .type = F_SECTION, .sub = purge_fields, .desc = "Deleting expired keys and sent outbox rows"},
         {.name = "outbox", .type = F_SECTION, .sub = outbox_fields, .desc = "The outbox relay"},
         {.name = "http", .type = F_SECTION, .sub = http_fields, .desc = "Metrics and health endpoints"},
         {.name = "limits", .type = F_SECTION, .sub = limits_fields,
-         .desc = "What one message, one batch and the outbox may hold (README, Limits)"},
+         .desc = "What one message, one batch and the outbox may hold (docs/configuring.md: Limits)"},
         {.name = NULL},
 };
 

@@ -383,7 +383,7 @@ static void positions_lost(struct runner *r, const char *why)
         if (!r->src->ops->seek) {
                 if (!r->rewind_warned)
                         log_warn("runner", "%s: this broker cannot re-position its consumers: what a failed-over database "
-                                           "lost of the last commits is not consumed again (README: Database failover)",
+                                           "lost of the last commits is not consumed again (docs/operating.md: Database failover)",
                                  why);
                 r->rewind_warned = 1;
                 /* It goes on from where it is: what this process committed

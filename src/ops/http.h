@@ -10,7 +10,7 @@ struct http;
 #define HTTP_EXPOSED_WARNING                                                                                     \
         "/metrics, /healthz and /readyz answer whoever reaches it, with no authentication and no TLS; expose "  \
         "them only to the Prometheus network (a firewall, a NetworkPolicy) or through a reverse proxy that "     \
-        "authenticates (README, Metrics endpoint)"
+        "authenticates (docs/operating.md: Metrics and health)"
 
 /** Where and within which bounds (the http: section). */
 struct http_opts {

@@ -138,7 +138,7 @@ enum store_rc store_connect(struct store *s, char *err, size_t errsz)
         enum store_rc rc = session_setup(s->conn, &s->pooled, err, errsz);
         if (rc == STORE_OK && s->pooled)
                 log_info("store", "%s is behind a connection pooler: no read-only default between batches, "
-                                  "instance liveness by its lease (README: Behind PgBouncer)",
+                                  "instance liveness by its lease (docs/operating.md: Behind PgBouncer)",
                          s->target);
         if (rc != STORE_OK) {
                 PQfinish(s->conn);
