@@ -28,11 +28,14 @@ setup() {
         # moment A dies are looked at once A's database session has ended. A
         # takes the five (the broker pushes them one by one: a batch that closes
         # when nothing more is queued may hold fewer on a busy machine).
+        # A's heartbeat is long: stopped, it misses every beat, and the broker
+        # must not take the five back on its own before the test means it to
+        # (a kill -9 closes the connection at once; case 2 closes it itself).
         for who in a b; do
-                wait_ms=2000 adaptive=false
-                [[ $who == b ]] && wait_ms=500
+                wait_ms=2000 adaptive=false heartbeat=300
+                [[ $who == b ]] && wait_ms=500 heartbeat=5
                 cat >"$WORK/$1$who.yaml" <<YAML
-$(PREFETCH=5 rmq_config_head)
+$(PREFETCH=5 HEARTBEAT=$heartbeat rmq_config_head)
   dead_letter: {exchange: $X}
 http:
   listen: "127.0.0.1:0"

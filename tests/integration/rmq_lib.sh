@@ -51,7 +51,7 @@ rmq_empty() {
 # rmq_get QUEUE: one message's body (amqp-get), "" when the queue is empty
 rmq_get() { amqp-get --url="$RABBITMQ_URL" -q "$1" 2>/dev/null || true; }
 
-# rmq_config_head: a test config's head with its rabbitmq: section (PREFETCH: 500)
+# rmq_config_head: a test config's head with its rabbitmq: section (PREFETCH: 500, HEARTBEAT: 5)
 rmq_config_head() {
         cat <<YAML
 $(config_head)
@@ -59,7 +59,7 @@ source: rabbitmq
 rabbitmq:
   url: "\${RMQ_TEST_URL}"
   prefetch: ${PREFETCH:-500}
-  heartbeat_s: 5
+  heartbeat_s: ${HEARTBEAT:-5}
   reconnect_max_ms: 500
 YAML
 }
