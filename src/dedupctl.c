@@ -84,12 +84,15 @@ static const struct command commands[] = {
          "headers, partition), as a misbehaving producer would; default: everything in the topic now.",
          "topic partitions to-beginning to-offset to-time from-offset from-time reproduce dry-run", 1, 0,
          cmd_replay_args, cmd_replay},
-        {"verify", "-c FILE [--since TIME] [--expect-caught-up]",
+        {"verify", "-c FILE [--since TIME] [--expect-caught-up] [--wait SECONDS]",
          "audit the namespace: every anomaly with its key and origin, and the lag",
          "Audit the namespace: keys by status, keys with two effects, DONE keys without and FAILED keys with\n"
          "an effect, keys in doubt, counters (and since TIME), lag per partition; exit 1 listing every\n"
-         "anomaly with its key and origin.",
-         "since expect-caught-up", 1, 0, NULL, cmd_verify},
+         "anomaly with its key and origin.\n"
+         "--wait SECONDS: first wait, up to SECONDS, until dedupd has consumed and committed every record of\n"
+         "the configured topics (lag 0, the schema there), then audit with --expect-caught-up; when the wait\n"
+         "runs out, what is still behind is printed on stderr and the audit exits 1 with the lag.",
+         "since expect-caught-up wait", 1, 0, NULL, cmd_verify},
         {"help-config", "[--markdown | --man]", "every configuration key with its type, default and meaning",
          "Every configuration key with its type, default and meaning; --markdown: the reference\n"
          "docs/configuration.md is (the settings that matter first, with the values each takes and whether\n"
@@ -104,6 +107,7 @@ enum {
         OPT_PARTITIONS = 256, OPT_TO_BEGINNING, OPT_TO_OFFSET, OPT_TO_TIME, OPT_FROM_OFFSET, OPT_FROM_TIME,
         OPT_REPRODUCE, OPT_DRY_RUN, OPT_SINCE, OPT_EXPECT_CAUGHT_UP, OPT_BATCH, OPT_RATE, OPT_PRINT,
         OPT_OFFLINE, OPT_ROLE, OPT_TABLE, OPT_APPLY, OPT_ALL, OPT_UNSENT, OPT_LIMIT, OPT_MARKDOWN, OPT_MAN,
+        OPT_WAIT,
 };
 static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
@@ -131,6 +135,7 @@ static const struct option opts[] = {
         {"limit", required_argument, NULL, OPT_LIMIT},
         {"markdown", no_argument, NULL, OPT_MARKDOWN},
         {"man", no_argument, NULL, OPT_MAN},
+        {"wait", required_argument, NULL, OPT_WAIT},
         {NULL, 0, NULL, 0},
 };
 
@@ -150,6 +155,7 @@ static const struct {
         {"dry-run", NULL, "say what would be done, change nothing"},
         {"since", "TIME", "also count what happened since TIME"},
         {"expect-caught-up", NULL, "a partition not caught up is an anomaly (exit 1)"},
+        {"wait", "SECONDS", "wait up to SECONDS for lag 0 first (implies --expect-caught-up)"},
         {"batch", "N", "rows deleted per transaction (1 to 100000)"},
         {"rate", "N/s", "new keys per second (or /min, /h)"},
         {"print", NULL, "every setting as in effect (defaults, ${VARS}), secrets as (set, not shown)"},
@@ -327,6 +333,7 @@ static int take_option(const struct command *c, int opt, struct cmd_args *a)
         case OPT_LIMIT: a->limit = optarg; break;
         case OPT_MARKDOWN: a->markdown = 1; break;
         case OPT_MAN: a->markdown = 2; break;
+        case OPT_WAIT: a->wait = optarg; break;
         default: command_help(stderr, c); return 2;
         }
         return -1;
