@@ -48,7 +48,7 @@ enum store_rc store_audit_partitions(struct store *s, const char *ns, PGresult *
         const char *params[1] = {ns};
         return store_query(s,
                            "SELECT topic, partition, next_offset, consumed, applied, rejected, duplicates,"
-                           " dead_lettered, updated_at FROM dedupd.offsets WHERE namespace = $1"
+                           " dead_lettered, mismatches, updated_at FROM dedupd.offsets WHERE namespace = $1"
                            " ORDER BY topic, partition",
                            1, params, out, err, errsz);
 }

@@ -18,6 +18,7 @@
 #include "tools/plan.h"
 #include "tools/replay.h"
 #include "tools/rows.h"
+#include "tools/mismatch_report.h"
 #include "tools/verify.h"
 
 static struct store *connect_db(const struct config *cfg)
@@ -176,6 +177,10 @@ int cmd_stats(struct config *cfg, const struct cmd_args *a)
                 rows_print(r);
                 PQclear(r);
         } else if (!rc) {
+                fprintf(stderr, "dedupctl: %s\n", err);
+                rc = 2;
+        }
+        if (!rc && mismatch_report(s, cfg->namespace, err, sizeof(err))) {
                 fprintf(stderr, "dedupctl: %s\n", err);
                 rc = 2;
         }

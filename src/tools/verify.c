@@ -15,6 +15,7 @@
 #include "pg/store.h"
 #include "source/brokers.h"
 #include "tools/catch_up.h"
+#include "tools/mismatch_report.h"
 
 
 static const char *const statuses[] = {"DONE", "FAILED", "PENDING", "EXPIRED"};
@@ -266,7 +267,8 @@ enum verify_rc verify_run(const struct config *cfg, const struct verify_opts *o,
         }
         printf("namespace %s, database %s\n\n", cfg->namespace, store_target(s));
         if (keys_by_status(s, cfg->namespace, &f, err, errsz) || counters(s, cfg, o, err, errsz) ||
-            evidence(s, cfg, &f, err, errsz) || broker_lag(s, cfg, o, &f, err, errsz))
+            mismatch_report(s, cfg->namespace, err, errsz) || evidence(s, cfg, &f, err, errsz) ||
+            broker_lag(s, cfg, o, &f, err, errsz))
                 goto out;
         if (f.cnt) {
                 printf("\n%zu anomal%s:\n", f.cnt, f.cnt == 1 ? "y" : "ies");
