@@ -1,4 +1,5 @@
-/* mismatches: dedupd.mismatches — each record whose key was stored with another payload's fingerprint. */
+/* mismatches: dedupd.mismatches — each record whose key was stored with another payload's fingerprint
+ * (written here; read by the tools in pg/audit). */
 #ifndef DEDUPD_PG_MISMATCHES_H
 #define DEDUPD_PG_MISMATCHES_H
 
@@ -20,11 +21,5 @@ struct store_mismatch {
  *  the same record again (a redelivery, a replay) is recorded once. */
 enum store_rc store_mismatch_note(struct store *s, const char *ns, const struct store_mismatch *m, char *err,
                                   size_t errsz) __attribute__((warn_unused_result));
-
-/** How many the namespace holds and the newest `examples` of them: one row
- *  with the count (column 0), then a row per example (key, topic, partition,
- *  offset, "absorbed at TIME" or "dead-lettered at TIME"); the caller PQclears both. */
-enum store_rc store_mismatch_summary(struct store *s, const char *ns, int examples, PGresult **count,
-                                     PGresult **rows, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 #endif

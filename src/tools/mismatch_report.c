@@ -3,7 +3,7 @@
 
 #include <stdio.h>
 
-#include "pg/mismatches.h"
+#include "pg/audit.h"
 
 int mismatch_report(struct store *s, const char *ns, char *err, size_t errsz)
 {
