@@ -10,7 +10,6 @@ include(CMakePackageConfigHelpers)
 # looks for units in <prefix>/lib/systemd/system, never in a multiarch dir.
 set(DEDUPD_LIBDIR lib)
 set(DEDUPD_HANDLER_DIR ${DEDUPD_LIBDIR}/dedupd)
-set(DEDUPD_HANDLER_FULL_DIR ${CMAKE_INSTALL_PREFIX}/${DEDUPD_HANDLER_DIR})
 set(DEDUPD_SYSTEMD_UNIT_DIR ${DEDUPD_LIBDIR}/systemd/system CACHE STRING "Where the systemd unit goes, relative to the prefix")
 set(DEDUPD_CMAKE_DIR ${DEDUPD_LIBDIR}/cmake/dedupd)
 
@@ -45,8 +44,16 @@ install(FILES ${CMAKE_BINARY_DIR}/dedupdConfig.cmake ${CMAKE_BINARY_DIR}/dedupdC
 configure_file(cmake/dedupd-handler.pc.in ${CMAKE_BINARY_DIR}/dedupd-handler.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/dedupd-handler.pc DESTINATION ${DEDUPD_LIBDIR}/pkgconfig)
 
-configure_file(config/dedupd.service.in ${CMAKE_BINARY_DIR}/dedupd.service @ONLY)
-install(FILES ${CMAKE_BINARY_DIR}/dedupd.service DESTINATION ${DEDUPD_SYSTEMD_UNIT_DIR})
-
-# Documentation, not /etc: an install must never overwrite an operator's config.
-install(FILES config/dedupd.example.yaml config/dedupd.minimal.yaml DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The unit and the example configs name the prefix: written when installing,
+# for the prefix of that install (cmake --install --prefix X), by
+# install_prefixed.cmake. The example configs go to the documentation, not
+# /etc: an install must never overwrite an operator's config.
+install(CODE "
+set(DEDUPD_I_SOURCE_DIR \"${CMAKE_SOURCE_DIR}\")
+set(DEDUPD_I_BINARY_DIR \"${CMAKE_BINARY_DIR}\")
+set(DEDUPD_I_BINDIR \"${CMAKE_INSTALL_BINDIR}\")
+set(DEDUPD_I_DOCDIR \"${CMAKE_INSTALL_DOCDIR}\")
+set(DEDUPD_I_HANDLER_DIR \"${DEDUPD_HANDLER_DIR}\")
+set(DEDUPD_I_UNIT_DIR \"${DEDUPD_SYSTEMD_UNIT_DIR}\")
+")
+install(SCRIPT cmake/install_prefixed.cmake)

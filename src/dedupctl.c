@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/config.h"
+#include "base/envfile.h"
 #include "base/log.h"
 #include "ops/version.h"
 #include "tools/commands.h"
@@ -27,14 +28,16 @@ struct command {
 static int help_config(struct config *cfg, const struct cmd_args *a);
 
 static const struct command commands[] = {
-        {"check", "-c FILE [--print] [--offline]",
+        {"check", "-c FILE [--env-file FILE] [--print] [--offline]",
          "validate a config, its handlers and key design; ask the broker and the database",
          "Validate a config: every problem as file:line:column: message, and each handler's ABI; exit 1 when\n"
          "anything is wrong. Then ask the broker about the topics (or stream, or queues) and connect to the\n"
          "database: exit 2, naming it, when either cannot be reached (--offline: neither is asked).\n"
          "Key-design lint and the broker's retention against each retention class: warnings as\n"
-         "file:line:column: warning: ...",
-         "print offline", 1, 0, NULL, cmd_check},
+         "file:line:column: warning: ...\n"
+         "--env-file FILE: first set the variables of FILE, a systemd EnvironmentFile= (the unit's\n"
+         "/etc/dedupd/environment), read as systemd reads it, so ${VAR} in the config expands as under the unit.",
+         "env-file print offline", 1, 0, NULL, cmd_check},
         {"migrate", "-c FILE",
          "apply the schema migrations and the handlers' setup (as the schema's owner)",
          "Apply the schema migrations and run each handler's setup (its tables), as dedupd does at start when\n"
@@ -84,12 +87,15 @@ static const struct command commands[] = {
          "headers, partition), as a misbehaving producer would; default: everything in the topic now.",
          "topic partitions to-beginning to-offset to-time from-offset from-time reproduce dry-run", 1, 0,
          cmd_replay_args, cmd_replay},
-        {"verify", "-c FILE [--since TIME] [--expect-caught-up]",
+        {"verify", "-c FILE [--since TIME] [--expect-caught-up] [--wait SECONDS]",
          "audit the namespace: every anomaly with its key and origin, and the lag",
          "Audit the namespace: keys by status, keys with two effects, DONE keys without and FAILED keys with\n"
          "an effect, keys in doubt, counters (and since TIME), lag per partition; exit 1 listing every\n"
-         "anomaly with its key and origin.",
-         "since expect-caught-up", 1, 0, NULL, cmd_verify},
+         "anomaly with its key and origin.\n"
+         "--wait SECONDS: first wait, up to SECONDS, until dedupd has consumed and committed every record of\n"
+         "the configured topics (lag 0, the schema there), then audit with --expect-caught-up; when the wait\n"
+         "runs out, what is still behind is printed on stderr and the audit exits 1 with the lag.",
+         "since expect-caught-up wait", 1, 0, NULL, cmd_verify},
         {"help-config", "[--markdown | --man]", "every configuration key with its type, default and meaning",
          "Every configuration key with its type, default and meaning; --markdown: the reference\n"
          "docs/configuration.md is (the settings that matter first, with the values each takes and whether\n"
@@ -104,6 +110,7 @@ enum {
         OPT_PARTITIONS = 256, OPT_TO_BEGINNING, OPT_TO_OFFSET, OPT_TO_TIME, OPT_FROM_OFFSET, OPT_FROM_TIME,
         OPT_REPRODUCE, OPT_DRY_RUN, OPT_SINCE, OPT_EXPECT_CAUGHT_UP, OPT_BATCH, OPT_RATE, OPT_PRINT,
         OPT_OFFLINE, OPT_ROLE, OPT_TABLE, OPT_APPLY, OPT_ALL, OPT_UNSENT, OPT_LIMIT, OPT_MARKDOWN, OPT_MAN,
+        OPT_WAIT, OPT_ENV_FILE,
 };
 static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
@@ -131,6 +138,8 @@ static const struct option opts[] = {
         {"limit", required_argument, NULL, OPT_LIMIT},
         {"markdown", no_argument, NULL, OPT_MARKDOWN},
         {"man", no_argument, NULL, OPT_MAN},
+        {"wait", required_argument, NULL, OPT_WAIT},
+        {"env-file", required_argument, NULL, OPT_ENV_FILE},
         {NULL, 0, NULL, 0},
 };
 
@@ -150,8 +159,10 @@ static const struct {
         {"dry-run", NULL, "say what would be done, change nothing"},
         {"since", "TIME", "also count what happened since TIME"},
         {"expect-caught-up", NULL, "a partition not caught up is an anomaly (exit 1)"},
+        {"wait", "SECONDS", "wait up to SECONDS for lag 0 first (implies --expect-caught-up)"},
         {"batch", "N", "rows deleted per transaction (1 to 100000)"},
         {"rate", "N/s", "new keys per second (or /min, /h)"},
+        {"env-file", "FILE", "set FILE's variables first (systemd EnvironmentFile= syntax)"},
         {"print", NULL, "every setting as in effect (defaults, ${VARS}), secrets as (set, not shown)"},
         {"offline", NULL, "ask neither the broker nor the database"},
         {"role", "NAME", "the role dedupd runs as"},
@@ -327,6 +338,8 @@ static int take_option(const struct command *c, int opt, struct cmd_args *a)
         case OPT_LIMIT: a->limit = optarg; break;
         case OPT_MARKDOWN: a->markdown = 1; break;
         case OPT_MAN: a->markdown = 2; break;
+        case OPT_WAIT: a->wait = optarg; break;
+        case OPT_ENV_FILE: a->env_file = optarg; break;
         default: command_help(stderr, c); return 2;
         }
         return -1;
@@ -376,12 +389,29 @@ static struct config *load(const char *path)
         return cfg;
 }
 
+/* --env-file: its variables set, each line systemd would skip a warning; -1 when it cannot be read. */
+static int load_env_file(const char *path)
+{
+        struct envfile e;
+        char err[512];
+        if (envfile_read(path, &e, err, sizeof(err))) {
+                fprintf(stderr, "dedupctl: --env-file %s\n", err);
+                return -1;
+        }
+        for (size_t i = 0; i < e.n; i++)
+                if (!e.v[i].name)
+                        fprintf(stderr, "%s:%d: warning: %s\n", path, e.v[i].line, e.v[i].value);
+        envfile_apply(&e);
+        envfile_free(&e);
+        return 0;
+}
+
 /* Its arguments checked (bad usage exits 2 before the config is read), the config loaded, the command run. */
 static int run_command(const struct command *c, struct cmd_args *a)
 {
         struct config *cfg = NULL;
         int rc;
-        if (c->args && c->args(a)) {
+        if ((c->args && c->args(a)) || (a->env_file && load_env_file(a->env_file))) {
                 cmd_args_free(a);
                 return 2;
         }

@@ -207,8 +207,11 @@ static enum pl_rc ext_mismatch(struct pl_topic *pt, struct pl_entry *e, const st
 {
         struct pl_entry *one[1] = {e};
         enum mismatch_verdict v = step_mismatch(pt, e, row->fingerprint);
+        enum store_rc rc;
         *mismatch = v != MISMATCH_NONE;
         *out = ITEM_KNOWN;
+        if (*mismatch && (rc = step_note_mismatch(pt, e, row->fingerprint, v, err, errsz)))
+                return db_fail(rc);
         if (v != MISMATCH_LETTER)
                 return PL_OK;
         if (step_dead_letter(pt, one, 1, err, errsz))

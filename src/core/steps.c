@@ -17,6 +17,7 @@
 #include "ops/metrics.h"
 #include "base/log.h"
 #include "core/guard.h"
+#include "pg/mismatches.h"
 
 static void set_reason(struct pl_state *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The first reason found stays (a crash loop, found before the key is derived). */
@@ -165,6 +166,14 @@ enum mismatch_verdict step_mismatch(struct pl_topic *pt, struct pl_entry *e, con
         snprintf(st->stored_fingerprint, sizeof(st->stored_fingerprint), "%s", first);
         set_reason(st, "fingerprint mismatch: same key, different payload");
         return MISMATCH_LETTER;
+}
+
+enum store_rc step_note_mismatch(struct pl_topic *pt, const struct pl_entry *e, const char *first,
+                                 enum mismatch_verdict v, char *err, size_t errsz)
+{
+        const struct store_mismatch m = {e->st.idem_key, e->msg->topic,      e->msg->partition,    e->msg->offset,
+                                         first,          e->st.fingerprint, v == MISMATCH_LETTER};
+        return store_mismatch_note(pt->store, pt->cfg->namespace, &m, err, errsz);
 }
 
 static void count_outcomes(const char *topic, const struct store_progress *p)

@@ -33,6 +33,10 @@ enum mismatch_verdict {
 /** Same key, another fingerprint than the first one's: a key-design bug or
  *  a client bug, judged by fingerprint.on_mismatch. */
 enum mismatch_verdict step_mismatch(struct pl_topic *pt, struct pl_entry *e, const char *first_fingerprint);
+/** Record a mismatch v (not MISMATCH_NONE) in dedupd.mismatches, in the
+ *  current transaction, for dedupctl verify and stats. */
+enum store_rc step_note_mismatch(struct pl_topic *pt, const struct pl_entry *e, const char *first_fingerprint,
+                                 enum mismatch_verdict v, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 /** After a COMMIT of prog: fill commits[], add to the stats, remember each
  *  partition's verified position and forget its crash-loop ledger rows.

@@ -227,8 +227,14 @@ static enum pl_rc handle_mismatches(struct txn *x)
                 struct batch_item *it = &x->b.items[i];
                 if (it->state != ITEM_REPEAT && it->state != ITEM_KNOWN)
                         continue;
-                enum mismatch_verdict v = step_mismatch(x->pt, it->e, batch_first_fingerprint(&x->b, it));
+                const char *first = batch_first_fingerprint(&x->b, it);
+                enum mismatch_verdict v = step_mismatch(x->pt, it->e, first);
+                enum store_rc src;
                 it->mismatch = v != MISMATCH_NONE;
+                if (it->mismatch && (src = step_note_mismatch(x->pt, it->e, first, v, x->err, x->errsz))) {
+                        free(letters);
+                        return failed(x, src);
+                }
                 if (v == MISMATCH_LETTER) {
                         it->state = ITEM_DEAD_LETTER;
                         letters[n++] = it->e;

@@ -1,4 +1,4 @@
-/* audit: what dedupctl reads to audit and report — a key's record, keys by status, counters, keys in doubt, a handler's evidence. */
+/* audit: what dedupctl reads to audit and report — a key's record, keys by status, counters, keys in doubt, a handler's evidence, the fingerprint mismatches. */
 #include "pg/audit.h"
 
 #include "base/mem.h"
@@ -48,7 +48,7 @@ enum store_rc store_audit_partitions(struct store *s, const char *ns, PGresult *
         const char *params[1] = {ns};
         return store_query(s,
                            "SELECT topic, partition, next_offset, consumed, applied, rejected, duplicates,"
-                           " dead_lettered, updated_at FROM dedupd.offsets WHERE namespace = $1"
+                           " dead_lettered, mismatches, updated_at FROM dedupd.offsets WHERE namespace = $1"
                            " ORDER BY topic, partition",
                            1, params, out, err, errsz);
 }
@@ -158,4 +158,23 @@ out:
         PQfreemem(k);
         store_array_free(&ta);
         return rc;
+}
+
+enum store_rc store_mismatch_summary(struct store *s, const char *ns, int examples, PGresult **count,
+                                     PGresult **rows, char *err, size_t errsz)
+{
+        char lim[16];
+        enum store_rc rc;
+        snprintf(lim, sizeof(lim), "%d", examples);
+        const char *const v[] = {ns, lim};
+        *count = *rows = NULL;
+        if ((rc = store_query(s, "SELECT count(*) FROM dedupd.mismatches WHERE namespace = $1", 1, v, count, err,
+                              errsz)))
+                return rc;
+        return store_query(s,
+                           "SELECT idem_key, topic, partition, \"offset\", verdict || ' at ' ||"
+                           " to_char(noticed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+                           " FROM dedupd.mismatches WHERE namespace = $1"
+                           " ORDER BY noticed_at DESC, topic, partition, \"offset\" DESC LIMIT $2::int",
+                           2, v, rows, err, errsz);
 }

@@ -60,4 +60,10 @@ enum store_rc store_audit_evidence(struct store *s, const char *ns, const char *
                                    const char *const *topics, size_t ntopics, enum store_evidence_check check,
                                    PGresult **out, char *err, size_t errsz) __attribute__((warn_unused_result));
 
+/** dedupd.mismatches (written by pg/mismatches): how many the namespace holds and the newest `examples`; one row
+ *  with the count (column 0), then a row per example (key, topic, partition,
+ *  offset, "absorbed at TIME" or "dead-lettered at TIME"); the caller PQclears both. */
+enum store_rc store_mismatch_summary(struct store *s, const char *ns, int examples, PGresult **count,
+                                     PGresult **rows, char *err, size_t errsz) __attribute__((warn_unused_result));
+
 #endif

@@ -47,6 +47,13 @@ static const char *const sql_delete_progress =
         " WHERE namespace = $1 AND committed_at < now() - $3::bigint * interval '1 millisecond'"
         " ORDER BY committed_at LIMIT $2::int FOR UPDATE SKIP LOCKED))";
 
+/* $1 namespace, $2 batch, $3 keep (ms): the fingerprint mismatches kept as long as the progress. */
+static const char *const sql_delete_mismatches =
+        "DELETE FROM dedupd.mismatches WHERE ctid = ANY(ARRAY("
+        " SELECT ctid FROM dedupd.mismatches"
+        " WHERE namespace = $1 AND noticed_at < now() - $3::bigint * interval '1 millisecond'"
+        " ORDER BY noticed_at LIMIT $2::int FOR UPDATE SKIP LOCKED))";
+
 /* Sent outbox rows older than the keep in parameter KEEP (ms): oldest first
  * along outbox_sent; an unsent or given-up row is never touched. */
 #define OUTBOX_SENT_BEFORE(KEEP) \
@@ -117,6 +124,9 @@ int store_purge(struct store *s, const char *ns, int batch, int64_t progress_kee
                 return -1;
         if (!st->more && purge_loop(s, sql_delete_progress, 3, params, batch, deadline_ms,
                                     &st->progress_rows, st, err, errsz))
+                return -1;
+        if (!st->more && purge_loop(s, sql_delete_mismatches, 3, params, batch, deadline_ms,
+                                    &st->mismatch_rows, st, err, errsz))
                 return -1;
         if (!st->more && outbox_keep_ms > 0 &&
             purge_loop(s, sql_delete_outbox, 3, oparams, batch, deadline_ms, &st->outbox_rows, st, err, errsz))

@@ -161,6 +161,23 @@ static const char *const migrations[] = {
          * VALID: the rows already there are NULL, no need to scan them. */
         "ALTER TABLE dedupd.outbox ADD CONSTRAINT outbox_msg_id_ascii"
         "  CHECK (msg_id ~ '^[!-~]{1,200}$') NOT VALID;",
+        /* 11: each fingerprint mismatch (same key, another payload) is kept
+         *    with its key and origin, for dedupctl verify and stats (the
+         *    counters in dedupd.offsets say how many, not which); a record
+         *    delivered again is the same row. Purged with progress_log. */
+        "CREATE TABLE IF NOT EXISTS dedupd.mismatches ("
+        "  namespace         text        NOT NULL,"
+        "  topic             text        NOT NULL,"
+        "  partition         integer     NOT NULL,"
+        "  \"offset\"          bigint      NOT NULL,"
+        "  idem_key          text        NOT NULL,"
+        "  first_fingerprint text        NOT NULL,"
+        "  fingerprint       text        NOT NULL,"
+        "  verdict           text        NOT NULL,"
+        "  noticed_at        timestamptz NOT NULL DEFAULT now(),"
+        "  PRIMARY KEY (namespace, topic, partition, \"offset\")"
+        ");"
+        "CREATE INDEX IF NOT EXISTS mismatches_time ON dedupd.mismatches (namespace, noticed_at);",
 };
 #define MIGRATION_CNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -273,6 +290,15 @@ static const struct schema_column {
         {"keys", "status", "text", 0}, /* PENDING, DONE, FAILED, EXPIRED */
         {"keys", "topic", "text", 1},
         {"keys", "updated_at", "timestamp with time zone", 0},
+        {"mismatches", "fingerprint", "text", 0},
+        {"mismatches", "first_fingerprint", "text", 0},
+        {"mismatches", "idem_key", "text", 0},
+        {"mismatches", "namespace", "text", 0},
+        {"mismatches", "noticed_at", "timestamp with time zone", 0},
+        {"mismatches", "offset", "bigint", 0},
+        {"mismatches", "partition", "integer", 0},
+        {"mismatches", "topic", "text", 0},
+        {"mismatches", "verdict", "text", 0}, /* absorbed, dead-lettered */
         {"offsets", "applied", "bigint", 0},
         {"offsets", "consumed", "bigint", 0},
         {"offsets", "dead_lettered", "bigint", 0},

@@ -78,9 +78,10 @@ struct broker {
         /** NULL: the broker cannot replay (no_replay says what to do instead). */
         enum replay_rc (*replay)(const struct config *cfg, const struct replay_opts *o, char *err, size_t errsz);
         const char *no_replay;
-        /** Prints the broker's lag table; with expect_caught_up, what is not caught up goes to finding.
-         *  -1 with err when the broker or the database did not answer. */
-        int (*lag)(struct store *s, const struct config *cfg, int expect_caught_up, broker_finding_fn finding,
+        /** Prints the broker's lag table on out; with expect_caught_up, what is not caught up goes to
+         *  finding. -1 with err when the broker or the database did not answer. */
+        int (*lag)(struct store *s, const struct config *cfg, FILE *out, int expect_caught_up,
+                   broker_finding_fn finding,
                    void *opaque, char *err, size_t errsz);
 };
 

@@ -18,6 +18,7 @@
 #include "tools/plan.h"
 #include "tools/replay.h"
 #include "tools/rows.h"
+#include "tools/mismatch_report.h"
 #include "tools/verify.h"
 
 static struct store *connect_db(const struct config *cfg)
@@ -179,6 +180,10 @@ int cmd_stats(struct config *cfg, const struct cmd_args *a)
                 fprintf(stderr, "dedupctl: %s\n", err);
                 rc = 2;
         }
+        if (!rc && mismatch_report(s, cfg->namespace, err, sizeof(err))) {
+                fprintf(stderr, "dedupctl: %s\n", err);
+                rc = 2;
+        }
         store_free(s);
         return rc;
 }
@@ -273,11 +278,21 @@ int cmd_replay(struct config *cfg, const struct cmd_args *a)
 
 int cmd_verify(struct config *cfg, const struct cmd_args *a)
 {
-        struct verify_opts o = {.since_ms = -1, .expect_caught_up = a->expect_caught_up};
+        struct verify_opts o = {.since_ms = -1, .expect_caught_up = a->expect_caught_up, .wait_s = -1};
         char err[1024];
         enum verify_rc rc;
         if (a->since && parse_time("--since", a->since, &o.since_ms))
                 return 2;
+        if (a->wait) {
+                char *end;
+                long w = strtol(a->wait, &end, 10);
+                if (*end || end == a->wait || w < 0 || w > 86400) {
+                        fprintf(stderr, "dedupctl verify: --wait '%s': expected seconds, 0 to 86400\n", a->wait);
+                        return 2;
+                }
+                o.wait_s = (int)w;
+                o.expect_caught_up = 1;
+        }
         rc = verify_run(cfg, &o, err, sizeof(err));
         if (rc == VERIFY_ERROR)
                 fprintf(stderr, "dedupctl verify: %s\n", err);

@@ -14,6 +14,8 @@ struct cmd_args {
         const char *path;
         const char *topic, *partitions, *to_offset, *to_time, *from_offset, *from_time, *since;
         const char *batch, *rate; /* purge --batch, plan --rate */
+        const char *wait;         /* verify --wait SECONDS */
+        const char *env_file;     /* check --env-file FILE: set before the config is read */
         int to_beginning, reproduce, dry_run, expect_caught_up, print, offline;
         const char *role;       /* grant --role */
         const char *tables[64]; /* grant --table, repeated */

@@ -14,6 +14,8 @@
 #include "pg/offsets.h"
 #include "pg/store.h"
 #include "source/brokers.h"
+#include "tools/catch_up.h"
+#include "tools/mismatch_report.h"
 
 
 static const char *const statuses[] = {"DONE", "FAILED", "PENDING", "EXPIRED"};
@@ -240,7 +242,7 @@ static void add_line(void *opaque, const char *line)
 static int broker_lag(struct store *s, const struct config *cfg, const struct verify_opts *o, struct findings *f,
                       char *err, size_t errsz)
 {
-        return broker_of(cfg)->lag(s, cfg, o->expect_caught_up, add_line, f, err, errsz);
+        return broker_of(cfg)->lag(s, cfg, stdout, o->expect_caught_up, add_line, f, err, errsz);
 }
 
 enum verify_rc verify_run(const struct config *cfg, const struct verify_opts *o, char *err,
@@ -253,6 +255,9 @@ enum verify_rc verify_run(const struct config *cfg, const struct verify_opts *o,
 
         if (!s)
                 return VERIFY_ERROR;
+        /* Waited or not, the lag is then part of the audit: behind is an anomaly. */
+        if (o->wait_s >= 0 && catch_up_wait(s, cfg, o->wait_s, err, errsz) == CATCH_UP_ERROR)
+                goto out;
         if (store_relation_exists(s, "dedupd.progress_log", &exists, err, errsz))
                 goto out;
         if (!exists) {
@@ -262,7 +267,8 @@ enum verify_rc verify_run(const struct config *cfg, const struct verify_opts *o,
         }
         printf("namespace %s, database %s\n\n", cfg->namespace, store_target(s));
         if (keys_by_status(s, cfg->namespace, &f, err, errsz) || counters(s, cfg, o, err, errsz) ||
-            evidence(s, cfg, &f, err, errsz) || broker_lag(s, cfg, o, &f, err, errsz))
+            mismatch_report(s, cfg->namespace, err, errsz) || evidence(s, cfg, &f, err, errsz) ||
+            broker_lag(s, cfg, o, &f, err, errsz))
                 goto out;
         if (f.cnt) {
                 printf("\n%zu anomal%s:\n", f.cnt, f.cnt == 1 ? "y" : "ies");

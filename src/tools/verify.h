@@ -17,6 +17,7 @@ enum verify_rc {
 struct verify_opts {
         int64_t since_ms;     /* counters of batches committed since then; -1: not asked */
         int expect_caught_up; /* lag > 0 on any partition is an anomaly */
+        int wait_s;           /* wait up to this long for lag 0 first (and expect it); -1: not asked */
 };
 
 /** Print the report on stdout (problems reaching things in err). */

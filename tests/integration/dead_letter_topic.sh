@@ -22,6 +22,10 @@ write_config "$WORK/m.yaml" "no_such_topic_$$"
 rc=0; "$DEDUPCTL" check -c "$WORK/m.yaml" >"$WORK/m.out" 2>&1 || rc=$?
 assert_eq "$rc" 1 "dedupctl check exit code for a missing topic"
 grep -q "topic no_such_topic_$$ does not exist on the broker: create it" "$WORK/m.out" || fail "check says: $(cat "$WORK/m.out")"
+# The advice works with the project's own servers too (their tool is bin/kafka-topics, no .sh).
+grep -q "with the project's own servers: scripts/services topic no_such_topic_$$ N" "$WORK/m.out" || fail "check's advice: $(cat "$WORK/m.out")"
+grep -q "the tool is bin/kafka-topics in some installations" "$WORK/m.out" || fail "check's advice names no bin/kafka-topics"
+[[ -x $DEDUPD_KAFKA_HOME/bin/kafka-topics ]] || fail "the project's Kafka has no bin/kafka-topics, as check's advice says"
 
 # dead_letter.create: created at start, then used.
 write_config "$WORK/d.yaml" "$T" "    dead_letter: {create: true}"

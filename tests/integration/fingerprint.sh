@@ -48,3 +48,16 @@ grep -q 'dedupd.reason=fingerprint mismatch: same key, different payload' "$WORK
 grep -q '"amount":99' "$WORK/dlq.txt" || fail "the mismatching message is not the one dead-lettered"
 log "ok: dead letter carries both fingerprints"
 assert_eq "$(sql "SELECT encode(fingerprint, 'hex') FROM dedupd.keys WHERE idem_key = 'Z/PAY'")" "$want" "stored fingerprint in dedupd.keys"
+
+# verify and stats show the mismatches (how many, and which keys from where), read from dedupd.mismatches.
+assert_eq "$(sql "SELECT string_agg(idem_key || '@' || \"offset\" || ':' || verdict, ',' ORDER BY idem_key) FROM dedupd.mismatches")" \
+        "X/PAY@1:absorbed,Y/PAY@2:dead-lettered,Z/PAY@1:dead-lettered" "mismatches recorded with key, offset and verdict"
+rc=0; "$DEDUPCTL" verify -c "$WORK/c.yaml" >"$WORK/verify.out" 2>&1 || rc=$?
+assert_eq "$rc" 0 "verify with mismatches (absorbed or dead-lettered, no anomaly) exits"
+"$DEDUPCTL" stats -c "$WORK/c.yaml" >"$WORK/stats.out" 2>&1 || fail "stats: $(cat "$WORK/stats.out")"
+for out in verify stats; do
+        grep -Eq '^  total +3$' <(sed -n '/^fingerprint mismatches/,/^$/p' "$WORK/$out.out") || fail "$out shows no count of 3 mismatches: $(cat "$WORK/$out.out")"
+        grep -q "key X/PAY from $A/0 offset 1 (absorbed at 20" "$WORK/$out.out" || fail "$out shows no example X/PAY: $(cat "$WORK/$out.out")"
+        grep -q "key Z/PAY from $B/0 offset 1 (dead-lettered at 20" "$WORK/$out.out" || fail "$out shows no example Z/PAY"
+done
+log "ok: verify and stats show the 3 mismatches with their keys"

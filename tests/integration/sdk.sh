@@ -32,6 +32,25 @@ done
 [[ -x $P/bin/dedupd && -x $P/bin/dedupctl ]] || fail "installed binaries are not executable"
 log "ok: every file installed"
 
+# cmake --install --prefix X (the build configured for P): the unit, the .pc
+# and the example configs name X, not P (nor /usr/local).
+X=$WORK/other-prefix
+cmake --install "$B" --prefix "$X" >"$WORK/install-x.log" 2>&1 || fail "install --prefix: $(tail -n 20 "$WORK/install-x.log")"
+for want in "ExecStart=$X/bin/dedupd -c /etc/dedupd/dedupd.yaml" "Environment=DEDUPD_HANDLER_DIR=$X/lib/dedupd"; do
+        grep -qxF "$want" "$X/lib/systemd/system/dedupd.service" || fail "the unit installed with --prefix $X lacks: $want"
+done
+assert_eq "$(PKG_CONFIG_PATH=$X/lib/pkgconfig pkg-config --variable=handlerdir dedupd-handler | xargs realpath -m)" "$X/lib/dedupd" \
+        "handlerdir of the .pc installed with --prefix"
+for prefix in "$P" "$X"; do
+        for cfg in dedupd.example.yaml dedupd.minimal.yaml; do
+                grep -qF "\${DEDUPD_HANDLER_DIR:-$prefix/lib/dedupd}/transfer.so" "$prefix/share/doc/dedupd/$cfg" ||
+                        fail "$prefix/share/doc/dedupd/$cfg does not fall back to $prefix/lib/dedupd"
+                if grep -F /usr/local "$prefix/share/doc/dedupd/$cfg"; then fail "$cfg installed into $prefix names /usr/local"; fi
+        done
+done
+if grep -rlF "$P" "$X/lib/systemd" "$X/lib/pkgconfig" "$X/share/doc/dedupd"; then fail "files installed with --prefix $X name $P"; fi
+log "ok: cmake --install --prefix $X: the unit, the .pc and the example configs name $X"
+
 # Hardened as Debian builds its own packages: in every installed program and handler full RELRO
 # (-z relro -z now), the stack protector and fortified libc calls (-fstack-protector-strong,
 # -D_FORTIFY_SOURCE=2), the programs position-independent; and hardening-check (devscripts),
@@ -141,10 +160,12 @@ log "ok: the example config shows all $("$P/bin/dedupd" --help-config | tail -n 
 
 # A handler built out of tree, with pkg-config ...
 export PKG_CONFIG_PATH=$P/lib/pkgconfig
-assert_eq "$(pkg-config --variable=handlerdir dedupd-handler)" "$HDIR" "pkg-config handlerdir"
+# (relocatable: its prefix is ${pcfiledir}/../.., so paths come as P/lib/pkgconfig/../..)
+assert_eq "$(realpath -m "$(pkg-config --variable=handlerdir dedupd-handler)")" "$HDIR" "pkg-config handlerdir"
 assert_eq "$(pkg-config --modversion dedupd-handler)" "$VERSION" "pkg-config version"
 cflags=$(pkg-config --cflags dedupd-handler)
-[[ " $cflags " == *" -I$P/include "* && " $cflags " == *" $(pkg-config --cflags libpq) "* ]] ||
+inc=$(sed -n 's/.*-I\([^ ]*\/lib\/pkgconfig\/\.\.\/\.\.\/include\)\( .*\|$\)/\1/p' <<<"$cflags")
+[[ -n $inc && $(realpath -m "$inc") == "$P/include" && " $cflags " == *" $(pkg-config --cflags libpq) "* ]] ||
         fail "pkg-config --cflags dedupd-handler: $cflags"
 FIX=$ROOT/tests/fixtures/sdk
 # shellcheck disable=SC2046 # pkg-config's words are separate arguments

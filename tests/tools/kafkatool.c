@@ -9,7 +9,10 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "source/kafka/log_transient.h"
+
 static const char *brokers;
+static int64_t started_ms;
 static int delivered, failed;
 
 static void die(const char *fmt, const char *arg) __attribute__((format(printf, 1, 0)));
@@ -24,6 +27,20 @@ static void die(const char *fmt, const char *arg)
         exit(1);
 }
 
+static int64_t now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* librdkafka's own line format, without a fresh broker's transient state (as dedupd does). */
+static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+        if (!kafka_log_transient(buf, now_ms() - started_ms))
+                fprintf(stderr, "%%%d|%s|%s| %s\n", level, fac, rd_kafka_name(rk), buf);
+}
+
 static rd_kafka_conf_t *base_conf(void)
 {
         char err[512];
@@ -34,6 +51,9 @@ static rd_kafka_conf_t *base_conf(void)
                 die("%s", "-b BROKERS or KAFKA_BOOTSTRAP is required");
         if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, err, sizeof(err)))
                 die("%s", err);
+        if (!started_ms)
+                started_ms = now_ms();
+        rd_kafka_conf_set_log_cb(conf, log_cb);
         return conf;
 }
 

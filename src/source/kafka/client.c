@@ -1,10 +1,12 @@
 /* client: the one place librdkafka clients are built from the config — the kafka: map, dedupd's own settings, logging. */
 #include "source/kafka/client.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/log.h"
+#include "source/kafka/log_transient.h"
 #include "source/kafka/settings.h"
 
 static const char *const consumer_props[] = {
@@ -64,10 +66,14 @@ static int level_of(int syslog_level)
         return syslog_level <= 3 ? LOG_ERROR : syslog_level == 4 ? LOG_WARN : syslog_level <= 6 ? LOG_INFO : LOG_DEBUG;
 }
 
+/* When the process built its first client: the start a fresh broker's transient lines count from. */
+static _Atomic int64_t first_client_ms;
+
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
         const char *name = rd_kafka_name(rk);
-        LOG(level_of(level), strstr(name, "producer") ? "kafka:producer" : "kafka", "%s: %s", fac, buf);
+        int lvl = kafka_log_transient(buf, log_now_ms() - first_client_ms) ? LOG_DEBUG : level_of(level);
+        LOG(lvl, strstr(name, "producer") ? "kafka:producer" : "kafka", "%s: %s", fac, buf);
 }
 
 static void quiet_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
@@ -82,6 +88,8 @@ rd_kafka_conf_t *kafka_conf(const struct config *cfg, enum kafka_role role, cons
 {
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
         const struct config_kvs *props = kafka_props(cfg);
+        int64_t unset = 0;
+        atomic_compare_exchange_strong(&first_client_ms, &unset, log_now_ms());
         for (size_t i = 0; i < props->n; i++) {
                 if (role != KAFKA_ROLE_CONSUMER && kafka_is_consumer_property(props->v[i].name))
                         continue;

@@ -12,7 +12,7 @@
 
 /* High watermark minus dedupd's next offset and minus Kafka's committed
  * offset, per partition of every configured topic. */
-int kafka_lag(struct store *s, const struct config *cfg, int expect_caught_up, broker_finding_fn finding,
+int kafka_lag(struct store *s, const struct config *cfg, FILE *out, int expect_caught_up, broker_finding_fn finding,
               void *opaque, char *err, size_t errsz)
 {
         char line[768];
@@ -23,9 +23,9 @@ int kafka_lag(struct store *s, const struct config *cfg, int expect_caught_up, b
 
         if (!rk)
                 return -1;
-        printf("\nlag (group %s: high watermark minus position; no position counts from the low watermark)\n",
+        fprintf(out, "\nlag (group %s: high watermark minus position; no position counts from the low watermark)\n",
                group ? group : "?");
-        printf("  %-24s %9s %12s %12s %9s %12s %9s\n", "topic", "partition", "high", "dedupd", "lag", "kafka",
+        fprintf(out, "  %-24s %9s %12s %12s %9s %12s %9s\n", "topic", "partition", "high", "dedupd", "lag", "kafka",
                "lag");
         for (size_t t = 0; t < cfg->topic_cnt; t++) {
                 const char *topic = cfg->topics[t].name;
@@ -63,7 +63,7 @@ int kafka_lag(struct store *s, const struct config *cfg, int expect_caught_up, b
                                 snprintf(dbs, sizeof(dbs), "%" PRId64, db);
                         if (kc >= 0)
                                 snprintf(ks, sizeof(ks), "%" PRId64, kc);
-                        printf("  %-24s %9d %12" PRId64 " %12s %9" PRId64 " %12s %9" PRId64 "\n", topic, p, hi,
+                        fprintf(out, "  %-24s %9d %12" PRId64 " %12s %9" PRId64 " %12s %9" PRId64 "\n", topic, p, hi,
                                dbs, dlag, ks, klag);
                         db_total += dlag;
                         kafka_total += klag;
@@ -80,7 +80,7 @@ int kafka_lag(struct store *s, const struct config *cfg, int expect_caught_up, b
                 if (e)
                         goto out;
         }
-        printf("  %-24s %9s %12s %12s %9" PRId64 " %12s %9" PRId64 "\n", "total", "", "", "", db_total, "",
+        fprintf(out, "  %-24s %9s %12s %12s %9" PRId64 " %12s %9" PRId64 "\n", "total", "", "", "", db_total, "",
                kafka_total);
         rc = 0;
 out:

@@ -5,7 +5,7 @@
 #include "source/plugin.h"
 
 /** The table; with expect_caught_up, each partition not caught up (by dedupd or the group) is a finding. */
-int kafka_lag(struct store *s, const struct config *cfg, int expect_caught_up, broker_finding_fn finding,
+int kafka_lag(struct store *s, const struct config *cfg, FILE *out, int expect_caught_up, broker_finding_fn finding,
               void *opaque, char *err, size_t errsz);
 
 #endif

@@ -254,6 +254,9 @@ static void create_dlqs(struct check *ck, rd_kafka_t *rk, int timeout_ms)
         rd_kafka_NewTopic_destroy_array(nt, n);
 }
 
+/* Where the tool is not kafka-topics.sh (Confluent's packages, the project's scripts/services install). */
+#define KAFKA_TOPICS_TOOL_NOTE "; the tool is bin/kafka-topics in some installations"
+
 static void check_source(struct check *ck, const struct topic_conf *t, const struct facts *src)
 {
         char msg[1024];
@@ -261,8 +264,9 @@ static void check_source(struct check *ck, const struct topic_conf *t, const str
                 return;
         snprintf(msg, sizeof(msg),
                  "topic %s does not exist on the broker: create it (kafka-topics.sh --bootstrap-server %s "
-                 "--create --topic %s --partitions N) or correct the name",
-                 t->name, kafka_bootstrap(ck->cfg), t->name);
+                 "--create --topic %s --partitions N" KAFKA_TOPICS_TOOL_NOTE "; with the project's own servers: "
+                 "scripts/services topic %s N) or correct the name",
+                 t->name, kafka_bootstrap(ck->cfg), t->name, t->name);
         say(ck, TOPICS_ERROR, t->line, t->col, msg);
 }
 
@@ -282,7 +286,7 @@ static void check_dlq(struct check *ck, enum topics_mode mode, const struct topi
                          "dead-letter topic %s (of topic %s) does not exist: the first message that cannot "
                          "be processed would wait for it forever; create it (kafka-topics.sh "
                          "--bootstrap-server %s --create --topic %s --partitions 1 --config "
-                         "max.message.bytes=%" PRId64 ") or set dead_letter.create: true",
+                         "max.message.bytes=%" PRId64 KAFKA_TOPICS_TOOL_NOTE ") or set dead_letter.create: true",
                          t->dlq_topic, t->name, kafka_bootstrap(ck->cfg), t->dlq_topic,
                          dlq_create_size(t, facts_of(ck, t->name)));
                 say(ck, TOPICS_ERROR, t->line, t->col, msg);

@@ -28,7 +28,7 @@ static int last_seq(struct nats_link *l, const struct config *cfg, const char *s
         return 0;
 }
 
-static int one(struct nats_link *l, struct store *s, const struct config *cfg, size_t t, int expect,
+static int one(struct nats_link *l, struct store *s, const struct config *cfg, FILE *out, size_t t, int expect,
                void (*finding)(void *, const char *), void *opaque, char *err, size_t errsz)
 {
         const char *topic = cfg->topics[t].name;
@@ -44,7 +44,7 @@ static int one(struct nats_link *l, struct store *s, const struct config *cfg, s
         if (db >= 0)
                 snprintf(dbs, sizeof(dbs), "%" PRId64, db);
         int behind = last && (db < 0 || (uint64_t)db <= last);
-        printf("  %-28s %12" PRIu64 " %12s %12" PRIu64 " %10" PRIu64 " %10" PRId64 "\n", topic, last, dbs,
+        fprintf(out, "  %-28s %12" PRIu64 " %12s %12" PRIu64 " %10" PRIu64 " %10" PRId64 "\n", topic, last, dbs,
                st.ack_floor, st.pending, st.ack_pending);
         if (expect && (behind || st.pending || st.ack_pending)) {
                 snprintf(line, sizeof(line), "lag: %s is not caught up: last sequence %" PRIu64 ", dedupd at %s, "
@@ -55,18 +55,18 @@ static int one(struct nats_link *l, struct store *s, const struct config *cfg, s
         return 0;
 }
 
-int nats_lag(struct store *s, const struct config *cfg, int expect_caught_up,
+int nats_lag(struct store *s, const struct config *cfg, FILE *out, int expect_caught_up,
                     void (*finding)(void *opaque, const char *line), void *opaque, char *err, size_t errsz)
 {
         struct nats_link l;
         int rc = 0;
         if (nats_link_open(&l, cfg, err, errsz))
                 return -1;
-        printf("\nlag (stream %s: the subject's last sequence, dedupd's next one, the consumer's backlog)\n",
+        fprintf(out, "\nlag (stream %s: the subject's last sequence, dedupd's next one, the consumer's backlog)\n",
                nats_conf(cfg)->stream);
-        printf("  %-28s %12s %12s %12s %10s %10s\n", "subject", "last", "dedupd", "acked", "pending", "unacked");
+        fprintf(out, "  %-28s %12s %12s %12s %10s %10s\n", "subject", "last", "dedupd", "acked", "pending", "unacked");
         for (size_t t = 0; t < cfg->topic_cnt && !rc; t++)
-                rc = one(&l, s, cfg, t, expect_caught_up, finding, opaque, err, errsz);
+                rc = one(&l, s, cfg, out, t, expect_caught_up, finding, opaque, err, errsz);
         nats_link_close(&l);
         return rc;
 }
