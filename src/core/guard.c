@@ -110,6 +110,7 @@ static int count_alone(struct pl_topic *pt, struct part_state *ps, struct pl_ent
         int attempts = 0, inh = 0;
         if (ps->counted_at == m->offset)
                 return 0;
+        guard_release(pt, ps);
         if (instance_ensure(pt->store, pt->cfg, err, sizeof(err)) ||
             store_attempt_single(pt->store, pt->cfg->namespace, pt->t->name, m->partition, m->offset, inherited,
                                  instance_owner(), &attempts, &inh, err, sizeof(err))) {
@@ -117,6 +118,7 @@ static int count_alone(struct pl_topic *pt, struct part_state *ps, struct pl_ent
                 return -1;
         }
         ps->counted_at = m->offset;
+        ps->counted_until = m->offset + 1;
         ps->counted_single = 1;
         ps->had_attempts = 1;
         metrics_quarantine(pt->t->name);
@@ -139,6 +141,7 @@ static int count_batch(struct pl_topic *pt, struct part_state *ps, struct pl_ent
         for (size_t k = 0; k < n; k++)
                 if (ents[k]->msg->partition == m->partition && ents[k]->msg->offset + 1 > until)
                         until = ents[k]->msg->offset + 1;
+        guard_release(pt, ps);
         if (instance_ensure(pt->store, pt->cfg, err, sizeof(err)) ||
             store_attempt_batch(pt->store, pt->cfg->namespace, pt->t->name, m->partition, m->offset, until,
                                 instance_owner(), err, sizeof(err))) {
@@ -146,6 +149,7 @@ static int count_batch(struct pl_topic *pt, struct part_state *ps, struct pl_ent
                 return -1;
         }
         ps->counted_at = m->offset;
+        ps->counted_until = until;
         ps->counted_single = 0;
         ps->had_attempts = 1;
         return 0;
@@ -206,12 +210,15 @@ void guard_committed(struct pl_topic *pt, struct part_state *ps, int64_t next_of
 {
         char err[256];
         ps->verified_next = next_offset;
-        if (ps->counted_at >= 0 && ps->counted_at < next_offset)
+        /* A counted batch that failed and was split commits in parts: its
+         * row stays mine (released at a clean stop, a crash's if I die)
+         * until a commit reaches its end, where the DELETE below takes it. */
+        if (ps->counted_at >= 0 && ps->counted_until <= next_offset)
                 ps->counted_at = -1;
         if (!ps->had_attempts)
                 return;
         if (store_attempts_done(pt->store, pt->cfg->namespace, pt->t->name, ps->partition, next_offset,
                                 instance_owner(), err, sizeof(err)))
                 log_warn(pt->ctx, "crash-loop ledger: %s (its rows are forgotten later)", err);
-        ps->had_attempts = ps->isolate_until > next_offset;
+        ps->had_attempts = ps->isolate_until > next_offset || ps->counted_at >= 0;
 }

@@ -10,7 +10,8 @@ struct part_state {
         int32_t partition;
         int64_t verified_next; /* next offset after this process's last commit, -1: none */
         int64_t own_next;      /* the highest next offset this process committed since positioned, -1: none */
-        int64_t counted_at;    /* a start this process counted and has not committed, -1: none */
+        int64_t counted_at;    /* a start this process counted whose range is not all committed, -1: none */
+        int64_t counted_until; /* ... the end of that range (its row goes once a commit reaches it) */
         int counted_single;    /* ... counted as one message run alone */
         int64_t isolate_until; /* one message per batch below this offset */
         int had_attempts;      /* rows may exist in dedupd.attempts */

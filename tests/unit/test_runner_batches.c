@@ -306,6 +306,7 @@ static void test_split_partial_commit(void **state)
         char *eff = rt_effects(t);
         assert_string_equal(eff, "g0/PAY,g1/PAY,g2/PAY,g3/PAY,g4/PAY,g5/PAY,g7/PAY,g8/PAY,g9/PAY");
         assert_int_equal(rt_db_offset(t, "pay", 0), 10);
+        assert_int_equal(rt_sql_int(t, "SELECT count(*) FROM dedupd.attempts", 0, NULL), 0); /* the split start forgotten */
         free(eff);
         rt_free(t);
         free(topic);
