@@ -29,6 +29,7 @@ struct kafka_source {
         struct kafka_positions *positions; /* handed over, acknowledged, skipped */
         int brokers_down;      /* ALL_BROKERS_DOWN, and no sign of one since */
         char brokers_why[512]; /* what librdkafka said then */
+        int64_t recommit_at_ms; /* a refused offset commit is sent again then; 0: none due */
 };
 
 static struct kafka_source *of(struct source *src) { return (struct kafka_source *)src; }
@@ -88,9 +89,36 @@ static struct pl_msg *msg_wrap(rd_kafka_message_t *rkm, size_t topic_idx)
         return m;
 }
 
+/* An offset commit Kafka refused (a rebalance in progress, a coordinator
+ * moving) leaves the offsets stored: they are committed again a second later,
+ * so lag monitoring does not show a batch the database committed as behind
+ * until its partition's next message (or for ever, at the end of a topic). */
+#define RECOMMIT_MS 1000
+
+static void offset_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t e, rd_kafka_topic_partition_list_t *offsets,
+                             void *opaque)
+{
+        struct kafka_source *k = opaque;
+        int refused = e && e != RD_KAFKA_RESP_ERR__NO_OFFSET;
+        (void)rk;
+        for (int i = 0; !refused && offsets && i < offsets->cnt; i++)
+                refused = offsets->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR;
+        if (refused && !k->recommit_at_ms)
+                k->recommit_at_ms = log_now_ms() + RECOMMIT_MS;
+}
+
+static void recommit_due(struct kafka_source *k)
+{
+        if (!k->recommit_at_ms || log_now_ms() < k->recommit_at_ms)
+                return;
+        k->recommit_at_ms = 0;
+        rd_kafka_commit(k->rk, NULL, 1 /* async: the stored offsets of the current assignment */);
+}
+
 static struct pl_msg *poll_one(struct source *src, int timeout_ms)
 {
         struct kafka_source *k = of(src);
+        recommit_due(k);
         rd_kafka_message_t *rkm = rd_kafka_consumer_poll(k->rk, timeout_ms);
         if (!rkm)
                 return NULL;
@@ -480,6 +508,7 @@ struct source *kafka_source_new(const struct config *cfg, struct source_events e
         rd_kafka_conf_set_opaque(conf, k);
         rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
         rd_kafka_conf_set_error_cb(conf, error_cb);
+        rd_kafka_conf_set_offset_commit_cb(conf, offset_commit_cb);
         rd_kafka_conf_set_stats_cb(conf, stats_cb); /* consumer lag, for the metrics; brokers up */
         if (!(k->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, errsz))) {
                 rd_kafka_conf_destroy(conf);
