@@ -74,7 +74,9 @@ static const char *const sql_count =
         " (SELECT count(*) FROM dedupd.progress_log WHERE namespace = $1"
         "  AND committed_at < now() - $2::bigint * interval '1 millisecond'),"
         " (SELECT count(*) FROM dedupd.keys WHERE namespace = $1 AND status = 'PENDING'"
-        "  AND expires_at < now())";
+        "  AND expires_at < now()),"
+        " (SELECT count(*) FROM dedupd.mismatches WHERE namespace = $1"
+        "  AND noticed_at < now() - $2::bigint * interval '1 millisecond')";
 
 static const char *const sql_pending_kept =
         "SELECT count(*) FROM dedupd.keys WHERE namespace = $1 AND status = 'PENDING' AND expires_at < now()";
@@ -175,6 +177,7 @@ int store_purge_count(struct store *s, const char *ns, int64_t progress_keep_ms,
         st->keys = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
         st->progress_rows = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
         st->pending_kept = strtoll(PQgetvalue(r, 0, 3), NULL, 10);
+        st->mismatch_rows = strtoll(PQgetvalue(r, 0, 4), NULL, 10);
         PQclear(r);
         return 0;
 }

@@ -324,6 +324,8 @@ int cmd_purge(struct config *cfg, const struct cmd_args *a)
                dry_run ? "keys to delete:" : "keys deleted:", st.keys);
         printf("%-26s %" PRId64 " (older than %s)\n",
                dry_run ? "progress_log to delete:" : "progress_log deleted:", st.progress_rows, keep);
+        printf("%-26s %" PRId64 " (fingerprint mismatches older than %s)\n",
+               dry_run ? "mismatches to delete:" : "mismatches deleted:", st.mismatch_rows, keep);
         if (st.outbox_keep_ms > 0) {
                 config_format_duration(st.outbox_keep_ms, keep, sizeof(keep));
                 printf("%-26s %" PRId64 " (sent more than %s ago)\n",

@@ -92,8 +92,13 @@ assert_eq "$(sql "SELECT count(*) FROM dedupd.keys WHERE namespace = '$NS' AND f
 wait_sql "now() > (SELECT max(expires_at) FROM dedupd.keys WHERE namespace = '$NS' AND status <> 'PENDING')" 30
 progress=$(sql "SELECT count(*) FROM dedupd.progress_log WHERE namespace = '$NS' AND committed_at < now() - interval '12 seconds'")
 [[ $progress -gt 0 ]] || fail "expected progress_log rows older than keep"
+# Two fingerprint mismatches, one older than the progress keep: it goes with the progress, the new one stays.
+sql "INSERT INTO dedupd.mismatches (namespace, topic, partition, \"offset\", idem_key, first_fingerprint, fingerprint, verdict, noticed_at)
+     VALUES ('$NS', '$T', 0, 900001, 'old/PAY', 'aa', 'bb', 'absorbed', now() - interval '1 hour'),
+            ('$NS', '$T', 0, 900002, 'new/PAY', 'aa', 'cc', 'absorbed', now())" >/dev/null
 "$DEDUPCTL" purge -c "$WORK/ret.yaml" --dry-run >"$WORK/dry.out"
 cat "$WORK/dry.out"
+assert_eq "$(purge_count "$WORK/dry.out" "mismatches to delete:")" 1 "dry run: fingerprint mismatches to delete"
 assert_eq "$(purge_count "$WORK/dry.out" "keys to delete:")" 60 "dry run: keys to delete"
 assert_eq "$(purge_count "$WORK/dry.out" "progress_log to delete:")" "$progress" "dry run: progress_log rows to delete"
 assert_eq "$(sql "SELECT count(*) FROM dedupd.keys WHERE namespace = '$NS'")" 62 "keys after the dry run"
@@ -101,6 +106,8 @@ assert_eq "$(sql "SELECT count(*) FROM dedupd.keys WHERE namespace = '$NS'")" 62
 cat "$WORK/purge2.out"
 assert_eq "$(purge_count "$WORK/purge2.out" "keys deleted:")" 60 "expired DONE/FAILED keys deleted"
 assert_eq "$(purge_count "$WORK/purge2.out" "progress_log deleted:")" "$progress" "progress_log rows older than the longest keep deleted"
+assert_eq "$(purge_count "$WORK/purge2.out" "mismatches deleted:")" 1 "fingerprint mismatches older than the progress keep deleted"
+assert_eq "$(sql "SELECT string_agg(idem_key, ',') FROM dedupd.mismatches WHERE namespace = '$NS'")" "new/PAY" "the mismatch left"
 assert_eq "$(sql "SELECT string_agg(idem_key || ':' || status, ',' ORDER BY idem_key) FROM dedupd.keys WHERE namespace = '$NS'")" \
         "forever/PAY:DONE,stuck/PAY:PENDING" "what is left of the namespace"
 assert_eq "$(sql "SELECT count(*) FROM dedupd.keys WHERE namespace = 'other-$ID'")" 1 "another namespace's expired key"
