@@ -21,6 +21,12 @@
  *       SELECT {idem_key}, user_id, {json:amount}::bigint FROM d
  *       RETURNING 'OK: debited ' || amount
  *     reject: insufficient balance
+ *     evidence: {table: transfer_ledger, key_column: idem_key}
+ *
+ * `evidence` (optional) names the table holding one row per applied message
+ * and the column holding its idempotency key ({idem_key}): dedupctl verify
+ * then counts the effects there (host->set_evidence); key_column defaults to
+ * idem_key.
  *
  * A message is applied when the statement returns a row (the first column
  * of the first row, when not NULL, is the stored response), and rejected
@@ -111,6 +117,23 @@ static int config_int(const struct dedupd_host *host, struct dedupd_init_ctx *ic
         return 0;
 }
 
+/* evidence: {table, key_column}: what dedupctl verify counts, declared to the host. */
+static int declare_evidence(const struct dedupd_host *host, struct dedupd_init_ctx *ictx, char *err, size_t errsz)
+{
+        const char *table = host->config_get(ictx, "evidence.table");
+        const char *column = host->config_get(ictx, "evidence.key_column");
+        if (!table && !column)
+                return 0;
+        if (!table || !*table) {
+                snprintf(err, errsz, "handler.config.evidence.table is required with evidence.key_column: the table "
+                                     "holding one row per applied message");
+                return -1;
+        }
+        DEDUPD_HOST_REQUIRE(host, set_evidence, err, errsz);
+        /* Refused: err left empty, the host's reason is init()'s message. */
+        return host->set_evidence(ictx, table, column && *column ? column : NULL);
+}
+
 static int sql_init(const struct dedupd_host *host, struct dedupd_init_ctx *ictx, void **state, char *err,
                     size_t errsz)
 {
@@ -128,7 +151,7 @@ static int sql_init(const struct dedupd_host *host, struct dedupd_init_ctx *ictx
         }
         if (!(s->st = sql_statement_compile(statement, err, errsz)) ||
             config_int(host, ictx, "pipeline_depth", DEFAULT_DEPTH, 1, 10000, &s->depth, err, errsz) ||
-            check_statement(s, host->init_conn(ictx), err, errsz))
+            check_statement(s, host->init_conn(ictx), err, errsz) || declare_evidence(host, ictx, err, errsz))
                 goto error;
         if (!(s->reject = strdup(reject && *reject ? reject : DEFAULT_REJECT))) {
                 snprintf(err, errsz, "out of memory");

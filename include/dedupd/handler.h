@@ -271,9 +271,13 @@ struct dedupd_handler {
         const char *name;   /**< short name used in logs */
         uint32_t flags;     /**< enum dedupd_handler_flags */
 
-        /** Optional. Called once at start with the handler's own config.
+        /** Optional. Called once at start with the handler's own config
+         *  (host->config_get), and by `dedupctl migrate`: create tables
+         *  (host->ensure_schema), declare the evidence (host->set_evidence).
          *  Return 0, or -1 with a message in errbuf (the daemon refuses to
-         *  start). *state is passed back to every other callback. */
+         *  start); -1 with errbuf left empty right after a failed host call
+         *  makes that call's reason the message. *state is passed back to
+         *  every other callback. */
         int (*init)(const struct dedupd_host *host, struct dedupd_init_ctx *ictx,
                     void **state, char *errbuf, size_t errsz);
 
