@@ -221,12 +221,14 @@ struct dedupd_host {
         int (*set_evidence)(struct dedupd_init_ctx *ictx, const char *table, const char *key_column);
 };
 
-/** Every context begins with the host table (ABI 1.2): the host from any
- *  struct dedupd_ctx or struct dedupd_init_ctx pointer. */
-struct dedupd_ctx_head {
-        const struct dedupd_host *host;
-};
-#define DEDUPD_HOST(ctx) (((const struct dedupd_ctx_head *)(const void *)(ctx))->host)
+/** Every context begins with a pointer to the host table (ABI 1.2): the
+ *  host from any struct dedupd_ctx or struct dedupd_init_ctx pointer, read
+ *  as the context's initial member. Needs a host of ABI 1.2 or later. */
+static inline const struct dedupd_host *dedupd_host_of(const void *ctx)
+{
+        return *(const struct dedupd_host *const *)ctx;
+}
+#define DEDUPD_HOST(ctx) dedupd_host_of(ctx)
 
 /** 1 when the host table has field `member` (older hosts have a smaller table). */
 #define DEDUPD_HOST_HAS(host, member)                                                          \
