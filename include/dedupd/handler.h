@@ -1,4 +1,31 @@
 /* dedupd handler ABI: the one header a handler author needs. */
+/*
+ * A handler is a shared object exporting one descriptor (struct
+ * dedupd_handler, below; DEDUPD_HANDLER_MAGIC and DEDUPD_HANDLER_EXPORT).
+ * dedupd calls, for each topic that names it:
+ *
+ *   init(host, ictx, &state, errbuf, errsz)   once, at start and at
+ *       `dedupctl migrate`: read the handler's `config:` (host->config_get),
+ *       create its tables (host->ensure_schema), say where its effects are
+ *       counted (host->set_evidence).
+ *   handle(state, ctx, msg)                   once per new message, inside
+ *       the batch's transaction: its effect through host->exec (or the
+ *       connection host->conn), its response through host->set_response,
+ *       and a dedupd_result_t. A duplicate never reaches the handler: it
+ *       gets the first outcome.
+ *   handle_batch(...)                          optionally instead of handle:
+ *       every new message of a batch at once, for set-oriented SQL.
+ *   fini(state)                                at shutdown.
+ *
+ * The host table (struct dedupd_host) is reached from every context with
+ * DEDUPD_HOST(ctx). What the host hands out (messages, rows, contexts) is
+ * valid until the callback returns; the host frees it. handlers/hello/hello.c
+ * is a complete handler in 39 lines; docs/handlers.md is the guide.
+ *
+ * Build against the installed SDK:
+ *   cc -shared -fPIC -fvisibility=hidden -o my.so my.c $(pkg-config --cflags --libs dedupd-handler)
+ * or, with CMake: find_package(dedupd) and link dedupd::handler.
+ */
 #ifndef DEDUPD_HANDLER_H
 #define DEDUPD_HANDLER_H
 
@@ -68,8 +95,10 @@ struct dedupd_header {
  *  valid for the duration of the callback only. */
 struct dedupd_msg {
         const char *topic;
-        int32_t partition;
-        int64_t offset;
+        int32_t partition;    /**< the Kafka partition; 0 from NATS and RabbitMQ */
+        int64_t offset;       /**< its place: the Kafka offset, the NATS stream sequence, or
+                               *   RabbitMQ's count of deliveries on this connection (not stable
+                               *   across redeliveries: never key on it) */
         int64_t timestamp_ms; /**< -1 when the broker gave none */
         const void *key;      /**< the message's key where its broker has one (a Kafka
                                *   record's); NULL when it has none (NATS, RabbitMQ) */
@@ -185,7 +214,10 @@ struct dedupd_host {
          *  Returns an enum dedupd_exec_rc; a failure is logged once, with its
          *  SQLSTATE and the message's key (never the parameters). *rows (may
          *  be NULL when not wanted) is set on DEDUPD_EXEC_OK and on
-         *  DEDUPD_EXEC_REJECT (for host->constraint), NULL otherwise. */
+         *  DEDUPD_EXEC_REJECT (for host->constraint), NULL otherwise. In
+         *  handle_batch() every ctxs[i] is on the batch's one transaction:
+         *  pass the one a statement is for (a failure's log names its key).
+         *  In external mode the statement commits on its own (autocommit). */
         int (*exec)(struct dedupd_ctx *ctx, const char *sql, int nparams, const char *const *params,
                     struct dedupd_rows **rows);
         /** The number of rows the statement returned; for one without
