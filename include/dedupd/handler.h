@@ -191,7 +191,7 @@ struct dedupd_host {
 #endif
                 ;
 
-        /* ---- appended in ABI 1: check host->size before use ---- */
+        /* ---- appended in ABI 1.1: check host->size before use ---- */
 
         /** Emit a message (a reply, a follow-up event) through the outbox: it
          *  is written in this message's transaction and published after
@@ -315,8 +315,9 @@ struct dedupd_handler {
         int (*init)(const struct dedupd_host *host, struct dedupd_init_ctx *ictx,
                     void **state, char *errbuf, size_t errsz);
 
-        /** Required. Apply one message's effect inside the host's
-         *  transaction (host->conn(ctx)). */
+        /** Required unless handle_batch is given. Apply one message's effect
+         *  inside the host's transaction (host->exec(ctx, ...), or the
+         *  connection host->conn(ctx)); set the response; return the result. */
         dedupd_result_t (*handle)(void *state, struct dedupd_ctx *ctx,
                                   const struct dedupd_msg *msg);
 
@@ -336,7 +337,7 @@ struct dedupd_handler {
         /** Optional. Called once at shutdown. */
         void (*fini)(void *state);
 
-        /* ---- appended in ABI 1: the host checks size before reading ---- */
+        /* ---- appended in ABI 1.1: the host checks size before reading ---- */
 
         /** Optional, the ABI 1.1 way of host->set_evidence (which wins where
          *  both are given): the evidence table fixed at compile time. NULL
