@@ -18,7 +18,9 @@ file(STRINGS include/dedupd/handler.h _abi REGEX "^#define DEDUPD_HANDLER_ABI_MA
 string(REGEX REPLACE ".* " "" DEDUPD_HANDLER_ABI_MAJOR "${_abi}")
 
 install(TARGETS dedupd dedupctl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS transfer sql filesink LIBRARY DESTINATION ${DEDUPD_HANDLER_DIR})
+install(TARGETS transfer sql filesink hello LIBRARY DESTINATION ${DEDUPD_HANDLER_DIR})
+# The hello handler's source: the example the handler guide starts from.
+install(FILES handlers/hello/hello.c DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 install(FILES include/dedupd/handler.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dedupd)
 
 # dedupd::handler: the header and libpq, nothing to link of dedupd's own.

@@ -26,7 +26,6 @@
  */
 
 struct filesink {
-        const struct dedupd_host *host;
         char path[4096];
         long delay_ms;
 };
@@ -39,6 +38,7 @@ static int filesink_init(const struct dedupd_host *host, struct dedupd_init_ctx 
         struct filesink *f;
         char *end = NULL;
 
+        DEDUPD_HOST_REQUIRE(host, set_evidence, errbuf, errsz); /* ABI 1.2: DEDUPD_HOST(ctx) in handle */
         if (!path || !*path) {
                 snprintf(errbuf, errsz, "config: path is required (the file to append to)");
                 return -1;
@@ -48,7 +48,6 @@ static int filesink_init(const struct dedupd_host *host, struct dedupd_init_ctx 
                 snprintf(errbuf, errsz, "out of memory");
                 return -1;
         }
-        f->host = host;
         snprintf(f->path, sizeof(f->path), "%s", path);
         if (delay) {
                 f->delay_ms = strtol(delay, &end, 10);
@@ -140,7 +139,7 @@ static int write_all(int fd, const char *p, size_t len)
 static dedupd_result_t filesink_handle(void *state, struct dedupd_ctx *ctx, const struct dedupd_msg *msg)
 {
         struct filesink *f = state;
-        const struct dedupd_host *h = f->host;
+        const struct dedupd_host *h = DEDUPD_HOST(ctx);
         dedupd_result_t ret = DEDUPD_RETRY;
         char *payload = NULL, *line = NULL;
         size_t plen = 0;

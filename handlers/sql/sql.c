@@ -21,6 +21,12 @@
  *       SELECT {idem_key}, user_id, {json:amount}::bigint FROM d
  *       RETURNING 'OK: debited ' || amount
  *     reject: insufficient balance
+ *     evidence: {table: transfer_ledger, key_column: idem_key}
+ *
+ * `evidence` (optional) names the table holding one row per applied message
+ * and the column holding its idempotency key ({idem_key}): dedupctl verify
+ * then counts the effects there (host->set_evidence); key_column defaults to
+ * idem_key.
  *
  * A message is applied when the statement returns a row (the first column
  * of the first row, when not NULL, is the stored response), and rejected
@@ -44,7 +50,6 @@
 #define DEFAULT_DEPTH 256
 
 struct sql {
-        const struct dedupd_host *host;
         struct sql_statement *st;
         char *reject;
         int depth;
@@ -111,9 +116,26 @@ static int config_int(const struct dedupd_host *host, struct dedupd_init_ctx *ic
         return 0;
 }
 
+/* evidence: {table, key_column}: what dedupctl verify counts, declared to the host. */
+static int declare_evidence(const struct dedupd_host *host, struct dedupd_init_ctx *ictx, char *err, size_t errsz)
+{
+        const char *table = host->config_get(ictx, "evidence.table");
+        const char *column = host->config_get(ictx, "evidence.key_column");
+        if (!table && !column)
+                return 0;
+        if (!table || !*table) {
+                snprintf(err, errsz, "handler.config.evidence.table is required with evidence.key_column: the table "
+                                     "holding one row per applied message");
+                return -1;
+        }
+        /* Refused: err left empty, the host's reason is init()'s message. */
+        return host->set_evidence(ictx, table, column && *column ? column : NULL);
+}
+
 static int sql_init(const struct dedupd_host *host, struct dedupd_init_ctx *ictx, void **state, char *err,
                     size_t errsz)
 {
+        DEDUPD_HOST_REQUIRE(host, set_evidence, err, errsz); /* and DEDUPD_HOST(ctx) in every call */
         struct sql *s = calloc(1, sizeof(*s));
         const char *reject = host->config_get(ictx, "reject");
         const char *statement = host->config_get(ictx, "statement");
@@ -121,14 +143,13 @@ static int sql_init(const struct dedupd_host *host, struct dedupd_init_ctx *ictx
                 snprintf(err, errsz, "out of memory");
                 return -1;
         }
-        s->host = host;
         if (!statement) {
                 snprintf(err, errsz, "handler.config.statement is required: the SQL to run per message");
                 goto error;
         }
         if (!(s->st = sql_statement_compile(statement, err, errsz)) ||
             config_int(host, ictx, "pipeline_depth", DEFAULT_DEPTH, 1, 10000, &s->depth, err, errsz) ||
-            check_statement(s, host->init_conn(ictx), err, errsz))
+            check_statement(s, host->init_conn(ictx), err, errsz) || declare_evidence(host, ictx, err, errsz))
                 goto error;
         if (!(s->reject = strdup(reject && *reject ? reject : DEFAULT_REJECT))) {
                 snprintf(err, errsz, "out of memory");
@@ -159,16 +180,17 @@ static dedupd_result_t verdict(struct sql *s, struct dedupd_ctx *ctx, PGconn *co
 {
         if (PQresultStatus(r) != PGRES_TUPLES_OK) {
                 if (PQresultStatus(r) != PGRES_PIPELINE_ABORTED)
-                        s->host->log(ctx, DEDUPD_LOG_WARN, "key %s: %s", s->host->idem_key(ctx),
-                                     PQresultErrorMessage(r)[0] ? PQresultErrorMessage(r) : PQerrorMessage(conn));
+                        DEDUPD_HOST(ctx)->log(ctx, DEDUPD_LOG_WARN, "key %s: %s", DEDUPD_HOST(ctx)->idem_key(ctx),
+                                              PQresultErrorMessage(r)[0] ? PQresultErrorMessage(r)
+                                                                         : PQerrorMessage(conn));
                 return DEDUPD_RETRY;
         }
         if (PQntuples(r) == 0) {
-                s->host->set_response(ctx, s->reject, strlen(s->reject));
+                DEDUPD_HOST(ctx)->set_response(ctx, s->reject, strlen(s->reject));
                 return DEDUPD_REJECT;
         }
         if (PQnfields(r) > 0 && !PQgetisnull(r, 0, 0))
-                s->host->set_response(ctx, PQgetvalue(r, 0, 0), (size_t)PQgetlength(r, 0, 0));
+                DEDUPD_HOST(ctx)->set_response(ctx, PQgetvalue(r, 0, 0), (size_t)PQgetlength(r, 0, 0));
         return DEDUPD_OK;
 }
 
@@ -178,14 +200,14 @@ static int bind(struct sql *s, struct dedupd_ctx *ctx, const struct dedupd_msg *
         char err[400];
         if (!sql_statement_bind(s->st, m, values, err, sizeof(err)))
                 return 0;
-        s->host->set_response(ctx, err, strlen(err));
+        DEDUPD_HOST(ctx)->set_response(ctx, err, strlen(err));
         return -1;
 }
 
 static dedupd_result_t sql_handle(void *state, struct dedupd_ctx *ctx, const struct dedupd_msg *msg)
 {
         struct sql *s = state;
-        PGconn *conn = s->host->conn(ctx);
+        PGconn *conn = DEDUPD_HOST(ctx)->conn(ctx);
         char *values[SQL_STATEMENT_MAX_PARAMS];
         if (bind(s, ctx, msg, values))
                 return DEDUPD_REJECT;
@@ -205,8 +227,8 @@ static int read_prepared(struct sql *s, struct dedupd_ctx *ctx, PGconn *conn)
         PGresult *r = PQgetResult(conn);
         int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
         if (!ok)
-                s->host->log(ctx, DEDUPD_LOG_WARN, "preparing the statement: %s",
-                             r && PQresultErrorMessage(r)[0] ? PQresultErrorMessage(r) : PQerrorMessage(conn));
+                DEDUPD_HOST(ctx)->log(ctx, DEDUPD_LOG_WARN, "preparing the statement: %s",
+                                      r && PQresultErrorMessage(r)[0] ? PQresultErrorMessage(r) : PQerrorMessage(conn));
         PQclear(r);
         while ((r = PQgetResult(conn)))
                 PQclear(r);
@@ -224,7 +246,8 @@ static size_t run_stretch(struct sql *s, PGconn *conn, struct dedupd_ctx *const 
         int sent[cnt];
         size_t failed = cnt;
         if (parse && !PQsendPrepare(conn, "", s->st->sql, (int)s->st->nparams, NULL)) {
-                s->host->log(ctxs[0], DEDUPD_LOG_WARN, "sending the statement: %s", PQerrorMessage(conn));
+                DEDUPD_HOST(ctxs[0])->log(ctxs[0], DEDUPD_LOG_WARN, "sending the statement: %s",
+                                          PQerrorMessage(conn));
                 return 0;
         }
         for (size_t i = 0; i < cnt; i++) {
@@ -236,7 +259,8 @@ static size_t run_stretch(struct sql *s, PGconn *conn, struct dedupd_ctx *const 
                                               0);
                 sql_values_free(values, s->st->nparams);
                 if (!sent[i]) {
-                        s->host->log(ctxs[i], DEDUPD_LOG_WARN, "sending the statement: %s", PQerrorMessage(conn));
+                        DEDUPD_HOST(ctxs[i])->log(ctxs[i], DEDUPD_LOG_WARN, "sending the statement: %s",
+                                                  PQerrorMessage(conn));
                         return i; /* the connection is gone: nothing more can be read */
                 }
         }
@@ -264,7 +288,7 @@ static dedupd_result_t sql_handle_batch(void *state, struct dedupd_ctx *const *c
                                         const struct dedupd_msg *const *msgs, size_t cnt, dedupd_result_t *results)
 {
         struct sql *s = state;
-        PGconn *conn = s->host->conn(ctxs[0]);
+        PGconn *conn = DEDUPD_HOST(ctxs[0])->conn(ctxs[0]);
         size_t failed = cnt;
         if (!PQenterPipelineMode(conn))
                 return DEDUPD_RETRY;

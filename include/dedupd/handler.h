@@ -1,9 +1,37 @@
 /* dedupd handler ABI: the one header a handler author needs. */
+/*
+ * A handler is a shared object exporting one descriptor (struct
+ * dedupd_handler, below; DEDUPD_HANDLER_MAGIC and DEDUPD_HANDLER_EXPORT).
+ * dedupd calls, for each topic that names it:
+ *
+ *   init(host, ictx, &state, errbuf, errsz)   once, at start and at
+ *       `dedupctl migrate`: read the handler's `config:` (host->config_get),
+ *       create its tables (host->ensure_schema), say where its effects are
+ *       counted (host->set_evidence).
+ *   handle(state, ctx, msg)                   once per new message, inside
+ *       the batch's transaction: its effect through host->exec (or the
+ *       connection host->conn), its response through host->set_response,
+ *       and a dedupd_result_t. A duplicate never reaches the handler: it
+ *       gets the first outcome.
+ *   handle_batch(...)                          optionally instead of handle:
+ *       every new message of a batch at once, for set-oriented SQL.
+ *   fini(state)                                at shutdown.
+ *
+ * The host table (struct dedupd_host) is reached from every context with
+ * DEDUPD_HOST(ctx). What the host hands out (messages, rows, contexts) is
+ * valid until the callback returns; the host frees it. handlers/hello/hello.c
+ * is a complete handler in 39 lines; docs/handlers.md is the guide.
+ *
+ * Build against the installed SDK:
+ *   cc -shared -fPIC -fvisibility=hidden -o my.so my.c $(pkg-config --cflags --libs dedupd-handler)
+ * or, with CMake: find_package(dedupd) and link dedupd::handler.
+ */
 #ifndef DEDUPD_HANDLER_H
 #define DEDUPD_HANDLER_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <libpq-fe.h>
 
@@ -19,6 +47,13 @@ extern "C" {
  *    `size` tells each side how much of the other's struct it may read.
  */
 #define DEDUPD_HANDLER_ABI_MAJOR 1
+/** The minor version of this header: 0 the first table, 1 emit() and the
+ *  evidence fields, 2 exec() and its rows, set_evidence(), ensure_schema(),
+ *  the host in every context and the handler's version. A handler built
+ *  against an older minor loads unchanged; one that calls what a newer minor
+ *  added checks DEDUPD_HOST_HAS(host, member) in init() (see
+ *  DEDUPD_HOST_REQUIRE), since an older dedupd has a shorter table. */
+#define DEDUPD_HANDLER_ABI_MINOR 2
 
 /** The symbol every handler exports (see DEDUPD_HANDLER_EXPORT). */
 #define DEDUPD_HANDLER_SYMBOL "dedupd_handler_descriptor"
@@ -46,20 +81,27 @@ enum dedupd_log_level {
         DEDUPD_LOG_DEBUG = 7,
 };
 
-/** One Kafka header. value may be NULL (a null header). */
+/** One header of the message, whichever broker carried it (a Kafka record
+ *  header, a NATS header, an AMQP message header). value may be NULL (a
+ *  header without a value). */
 struct dedupd_header {
         const char *name;
         const void *value;
         size_t value_len;
 };
 
-/** One message, valid for the duration of the callback only. */
+/** One message from whichever broker feeds the topic (a Kafka topic, a NATS
+ *  JetStream subject, a RabbitMQ queue: `topic` is its name in the config),
+ *  valid for the duration of the callback only. */
 struct dedupd_msg {
         const char *topic;
-        int32_t partition;
-        int64_t offset;
+        int32_t partition;    /**< the Kafka partition; 0 from NATS and RabbitMQ */
+        int64_t offset;       /**< its place: the Kafka offset, the NATS stream sequence, or
+                               *   RabbitMQ's count of deliveries on this connection (not stable
+                               *   across redeliveries: never key on it) */
         int64_t timestamp_ms; /**< -1 when the broker gave none */
-        const void *key;      /**< Kafka message key, may be NULL */
+        const void *key;      /**< the message's key where its broker has one (a Kafka
+                               *   record's); NULL when it has none (NATS, RabbitMQ) */
         size_t key_len;
         const void *value;    /**< payload, may be NULL (tombstone) */
         size_t value_len;
@@ -68,14 +110,50 @@ struct dedupd_msg {
         const char *idem_key; /**< the business idempotency key, NUL-terminated */
 };
 
-/** Opaque per-message context handed to handle(). */
+/** Opaque per-message context handed to handle() (and, one per message, to
+ *  handle_batch()). Valid for the duration of the callback only. */
 struct dedupd_ctx;
-/** Opaque context handed to init(). */
+/** Opaque context handed to init(). Valid for the duration of init() only. */
 struct dedupd_init_ctx;
+/** The rows a statement returned (host->exec), owned by the host: read them
+ *  with host->rows() and host->value() until the callback returns, then the
+ *  host frees them. Never free or keep them. */
+struct dedupd_rows;
+
+/** What host->exec() and host->init_exec() return. OK, REJECT and RETRY have
+ *  the values of the dedupd_result_t a handler returns, so a handler can
+ *  return a failed exec()'s value as its result. */
+enum dedupd_exec_rc {
+        /** The statement ran (*rows holds what it returned). */
+        DEDUPD_EXEC_OK = DEDUPD_OK,
+        /** It violated a constraint (SQLSTATE class 23: a CHECK, a UNIQUE or
+         *  foreign key, a NOT NULL): the message's input is refused. The
+         *  response is set to "rejected: constraint NAME" (set your own
+         *  afterwards with set_response; host->constraint(rows) names it).
+         *  The transaction is aborted: return DEDUPD_REJECT and send no
+         *  further statement; the host rolls the message back to its
+         *  savepoint, so do not set DEDUPD_HANDLER_F_CLEAN_REJECT when you
+         *  rely on this. */
+        DEDUPD_EXEC_REJECT = DEDUPD_REJECT,
+        /** Transient (connection lost, serialization failure, deadlock, lock
+         *  not available): return DEDUPD_RETRY; the batch is rolled back and
+         *  retried with backoff. */
+        DEDUPD_EXEC_RETRY = DEDUPD_RETRY,
+        /** Anything else (a syntax error, a missing table, a value the
+         *  column does not take): a bug or a poison message. Return it as
+         *  is (or DEDUPD_RETRY): it counts one attempt of this message, and
+         *  once retry.max_attempts are spent the message is dead-lettered. */
+        DEDUPD_EXEC_FATAL = 3,
+};
 
 /**
  * Services the host offers a handler. The handler never links against
- * daemon symbols; it reaches the host only through this table.
+ * daemon symbols; it reaches the host only through this table: init() gets
+ * it as an argument, and from ABI 1.2 every context leads to it
+ * (DEDUPD_HOST(ctx)), so a handler keeps no pointer to it.
+ *
+ * Calls taking a struct dedupd_ctx are for handle() and handle_batch();
+ * calls taking a struct dedupd_init_ctx for init() only.
  */
 struct dedupd_host {
         uint32_t abi_major; /**< DEDUPD_HANDLER_ABI_MAJOR of the host */
@@ -113,7 +191,7 @@ struct dedupd_host {
 #endif
                 ;
 
-        /* ---- appended in ABI 1: check host->size before use ---- */
+        /* ---- appended in ABI 1.1: check host->size before use ---- */
 
         /** Emit a message (a reply, a follow-up event) through the outbox: it
          *  is written in this message's transaction and published after
@@ -127,11 +205,78 @@ struct dedupd_host {
         int (*emit)(struct dedupd_ctx *ctx, const char *topic, const void *key, size_t key_len,
                     const void *value, size_t value_len, const struct dedupd_header *headers,
                     size_t header_cnt);
+
+        /* ---- appended in ABI 1.2: check host->size before use ---- */
+
+        /** Run one parameterised statement on the message's transaction (the
+         *  connection host->conn gives): $1..$n are params[0..n-1], text, a
+         *  NULL element an SQL NULL; never splice a message's bytes into sql.
+         *  Returns an enum dedupd_exec_rc; a failure is logged once, with its
+         *  SQLSTATE and the message's key (never the parameters). *rows (may
+         *  be NULL when not wanted) is set on DEDUPD_EXEC_OK and on
+         *  DEDUPD_EXEC_REJECT (for host->constraint), NULL otherwise. In
+         *  handle_batch() every ctxs[i] is on the batch's one transaction:
+         *  pass the one a statement is for (a failure's log names its key).
+         *  In external mode the statement commits on its own (autocommit). */
+        int (*exec)(struct dedupd_ctx *ctx, const char *sql, int nparams, const char *const *params,
+                    struct dedupd_rows **rows);
+        /** The number of rows the statement returned; for one without
+         *  RETURNING, the rows it inserted, updated or deleted. 0 for NULL. */
+        int (*rows)(const struct dedupd_rows *rows);
+        /** A value of a returned row as text, or NULL: an SQL NULL, or a row
+         *  or column that is not there. Valid until the callback returns. */
+        const char *(*value)(const struct dedupd_rows *rows, int row, int col);
+        /** The constraint a rejected statement violated, or NULL. */
+        const char *(*constraint)(const struct dedupd_rows *rows);
+        /** host->exec for init(): on the setup connection, in autocommit (each
+         *  statement commits on its own). Its failures are logged and become
+         *  init()'s error message when errbuf is left empty. */
+        int (*init_exec)(struct dedupd_init_ctx *ictx, const char *sql, int nparams, const char *const *params,
+                         struct dedupd_rows **rows);
+        /** In init(): create this handler's tables when they are missing.
+         *  probe is a query returning one row whose first column is true when
+         *  the schema is there (e.g. "SELECT to_regclass('ledger') IS NOT
+         *  NULL"); when it is not, ddl (one or more statements) runs in one
+         *  transaction under an advisory lock named by name (instances
+         *  starting together create it once), and the probe must then pass.
+         *  A schema already there takes no lock at all. Returns 0, or -1
+         *  (logged; init()'s error message when errbuf is left empty). */
+        int (*ensure_schema)(struct dedupd_init_ctx *ictx, const char *name, const char *ddl, const char *probe);
+        /** In init(): declare where `dedupctl verify` counts this topic's
+         *  effects: table has one row per applied effect, key_column (NULL:
+         *  "idem_key") the message's idempotency key (msg->idem_key). verify
+         *  then names every key with two effects, every DONE key without one
+         *  and every FAILED key with one. Stored in the database for verify
+         *  (which runs in another process). table may be schema-qualified
+         *  ("ledger.entries"); both are plain SQL identifiers. Returns 0, or
+         *  -1 (logged): a name that is not an identifier, no database. */
+        int (*set_evidence)(struct dedupd_init_ctx *ictx, const char *table, const char *key_column);
 };
+
+/** Every context begins with a pointer to the host table (ABI 1.2): the
+ *  host from any struct dedupd_ctx or struct dedupd_init_ctx pointer, read
+ *  as the context's initial member. Needs a host of ABI 1.2 or later. */
+static inline const struct dedupd_host *dedupd_host_of(const void *ctx)
+{
+        return *(const struct dedupd_host *const *)ctx;
+}
+#define DEDUPD_HOST(ctx) dedupd_host_of(ctx)
 
 /** 1 when the host table has field `member` (older hosts have a smaller table). */
 #define DEDUPD_HOST_HAS(host, member)                                                          \
         ((host)->size >= offsetof(struct dedupd_host, member) + sizeof((host)->member))
+
+/** In init(): fail with a message in errbuf unless the host has `member`
+ *  (a dedupd older than the header the handler was built against). */
+#define DEDUPD_HOST_REQUIRE(host, member, errbuf, errsz)                                       \
+        do {                                                                                   \
+                if (!DEDUPD_HOST_HAS(host, member)) {                                          \
+                        snprintf(errbuf, errsz, "this dedupd's handler API lacks %s(): "       \
+                                 "upgrade dedupd to ABI %d.%d", #member,                       \
+                                 DEDUPD_HANDLER_ABI_MAJOR, DEDUPD_HANDLER_ABI_MINOR);          \
+                        return -1;                                                             \
+                }                                                                              \
+        } while (0)
 
 /** Descriptor flags. */
 enum dedupd_handler_flags {
@@ -160,14 +305,19 @@ struct dedupd_handler {
         const char *name;   /**< short name used in logs */
         uint32_t flags;     /**< enum dedupd_handler_flags */
 
-        /** Optional. Called once at start with the handler's own config.
+        /** Optional. Called once at start with the handler's own config
+         *  (host->config_get), and by `dedupctl migrate`: create tables
+         *  (host->ensure_schema), declare the evidence (host->set_evidence).
          *  Return 0, or -1 with a message in errbuf (the daemon refuses to
-         *  start). *state is passed back to every other callback. */
+         *  start); -1 with errbuf left empty right after a failed host call
+         *  makes that call's reason the message. *state is passed back to
+         *  every other callback. */
         int (*init)(const struct dedupd_host *host, struct dedupd_init_ctx *ictx,
                     void **state, char *errbuf, size_t errsz);
 
-        /** Required. Apply one message's effect inside the host's
-         *  transaction (host->conn(ctx)). */
+        /** Required unless handle_batch is given. Apply one message's effect
+         *  inside the host's transaction (host->exec(ctx, ...), or the
+         *  connection host->conn(ctx)); set the response; return the result. */
         dedupd_result_t (*handle)(void *state, struct dedupd_ctx *ctx,
                                   const struct dedupd_msg *msg);
 
@@ -187,17 +337,20 @@ struct dedupd_handler {
         /** Optional. Called once at shutdown. */
         void (*fini)(void *state);
 
-        /* ---- appended in ABI 1: the host checks size before reading ---- */
+        /* ---- appended in ABI 1.1: the host checks size before reading ---- */
 
-        /** Optional. Where this handler's effects can be counted, for
-         *  `dedupctl verify`: a table with one row per applied effect and a
-         *  column holding its idempotency key (msg->idem_key). verify then
-         *  names every key with two effects, every DONE key without one and
-         *  every FAILED key with one. NULL: verify checks keys, counters and
-         *  lag only. */
+        /** Optional, the ABI 1.1 way of host->set_evidence (which wins where
+         *  both are given): the evidence table fixed at compile time. NULL
+         *  and no set_evidence: verify checks keys, counters and lag only. */
         const char *evidence_table;
         /** The key column of evidence_table; NULL: "idem_key". */
         const char *evidence_key_column;
+
+        /* ---- appended in ABI 1.2 ---- */
+
+        /** Optional. The handler's own version ("1.0.3"), printed by
+         *  `dedupctl check` and in dedupd's "handler ... loaded" line. */
+        const char *version;
 };
 
 /** Fills the descriptor's ABI fields (PostgreSQL's PG_MODULE_MAGIC is the

@@ -158,11 +158,12 @@ static enum pl_rc ext_run(struct pl_topic *pt, struct pl_entry *e, const char *m
                           enum item_state *out, char *err, size_t errsz)
 {
         struct store *s = pt->store;
-        struct dedupd_ctx ctx = {.head = {s}, .idem_key = e->st.idem_key, .log_prefix = pt->handler->log_prefix};
+        struct dedupd_ctx ctx = {.head = {&host_api, s, NULL}, .idem_key = e->st.idem_key, .log_prefix = pt->handler->log_prefix};
         enum pl_rc ret;
 
         fault_point("after_claim");
         dedupd_result_t r = ext_call(pt, e, &ctx);
+        host_ctx_release(&ctx.head);
         fault_point("in_handler");
         if (!store_ok(s)) {
                 /* The lease stays; after reconnecting this process finds its

@@ -12,6 +12,9 @@
 #include "base/utf8.h"
 #include "core/source.h"
 #include "ops/metrics.h"
+#include "pg/evidence.h"
+#include "pg/handler_exec.h"
+#include "pg/handler_schema.h"
 #include "pg/outbox.h"
 
 static const char *host_idem_key(struct dedupd_ctx *ctx) { return ctx->idem_key; }
@@ -130,6 +133,83 @@ static int host_emit(struct dedupd_ctx *ctx, const char *topic, const void *key,
         return 0;
 }
 
+/* A statement's failure, said once, as the handler ABI names it. */
+static int exec_verdict(const char *prefix, const char *key, enum store_handler_rc rc, const char *why)
+{
+        static const struct {
+                int level, result;
+                const char *means;
+        } v[] = {
+                [STORE_HANDLER_OK] = {LOG_DEBUG, DEDUPD_EXEC_OK, ""},
+                [STORE_HANDLER_TRANSIENT] = {LOG_WARN, DEDUPD_EXEC_RETRY, "transient: retried"},
+                [STORE_HANDLER_CONSTRAINT] = {LOG_INFO, DEDUPD_EXEC_REJECT, "a constraint: rejected"},
+                [STORE_HANDLER_FATAL] = {LOG_ERROR, DEDUPD_EXEC_FATAL, "fatal: an attempt of the message"},
+        };
+        if (rc != STORE_HANDLER_OK && v[rc].level <= log_level_current)
+                log_write(v[rc].level, prefix, "%s%s%sstatement failed (%s): %s", key ? "key " : "", key ? key : "",
+                          key ? ": " : "", why, v[rc].means);
+        return v[rc].result;
+}
+
+static int host_exec(struct dedupd_ctx *ctx, const char *sql, int nparams, const char *const *params,
+                     struct dedupd_rows **rows)
+{
+        char why[512] = "";
+        struct dedupd_rows *r = NULL;
+        enum store_handler_rc rc = store_handler_exec(&ctx->head, sql, nparams, params, &r, why, sizeof(why));
+        if (rows)
+                *rows = r;
+        if (rc == STORE_HANDLER_CONSTRAINT) {
+                const char *c = store_handler_constraint(r);
+                char *resp = xasprintf("rejected: constraint %s", c ? c : "(unnamed)");
+                host_set_response(ctx, resp, strlen(resp));
+                free(resp);
+        }
+        return exec_verdict(ctx->log_prefix, ctx->idem_key, rc, why);
+}
+
+static int host_init_exec(struct dedupd_init_ctx *ictx, const char *sql, int nparams, const char *const *params,
+                          struct dedupd_rows **rows)
+{
+        char why[512] = "";
+        enum store_handler_rc rc = store_handler_exec(&ictx->head, sql, nparams, params, rows, why, sizeof(why));
+        if (rc != STORE_HANDLER_OK)
+                snprintf(ictx->error, sizeof(ictx->error), "a statement failed (%s)", why);
+        return exec_verdict(ictx->log_prefix, NULL, rc, why);
+}
+
+/* A failed init-time call: logged, and kept as init()'s message. */
+static int init_failed(struct dedupd_init_ctx *ictx, const char *what, const char *why)
+{
+        snprintf(ictx->error, sizeof(ictx->error), "%s: %s", what, why);
+        log_error(ictx->log_prefix, "%s", ictx->error);
+        return -1;
+}
+
+static int host_ensure_schema(struct dedupd_init_ctx *ictx, const char *name, const char *ddl, const char *probe)
+{
+        char err[512];
+        if (store_handler_ensure_schema(ictx->head.store, name, ddl, probe, err, sizeof(err)))
+                return init_failed(ictx, name ? name : "ensure_schema", err);
+        return 0;
+}
+
+static int host_set_evidence(struct dedupd_init_ctx *ictx, const char *table, const char *key_column)
+{
+        char err[512];
+        const char *column = key_column ? key_column : "idem_key";
+        if (store_evidence_names_ok(table, column, err, sizeof(err)))
+                return init_failed(ictx, "set_evidence", err);
+        if (!ictx->head.store || !ictx->topic)
+                return init_failed(ictx, "set_evidence", "no database to record it in");
+        if (store_evidence_declare(ictx->head.store, ictx->ns, ictx->topic, ictx->handler, table, column, err,
+                                   sizeof(err)))
+                return init_failed(ictx, "set_evidence", err);
+        log_info(ictx->log_prefix, "topic %s: dedupctl verify counts its effects in %s(%s)", ictx->topic, table,
+                 column);
+        return 0;
+}
+
 const struct dedupd_host host_api = {
         .abi_major = DEDUPD_HANDLER_ABI_MAJOR,
         .size = sizeof(struct dedupd_host),
@@ -141,7 +221,16 @@ const struct dedupd_host host_api = {
         .init_conn = store_handler_init_conn,
         .init_log = host_init_log,
         .emit = host_emit,
+        .exec = host_exec,
+        .rows = store_handler_rows,
+        .value = store_handler_value,
+        .constraint = store_handler_constraint,
+        .init_exec = host_init_exec,
+        .ensure_schema = host_ensure_schema,
+        .set_evidence = host_set_evidence,
 };
+
+void host_ctx_release(struct store_handler_ctx *head) { store_handler_release(head); }
 
 void host_count_refusals(const struct dedupd_ctx *ctx)
 {

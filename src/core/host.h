@@ -9,8 +9,10 @@
 
 struct sink;
 
-/* Each context begins with its store (pg/handler_conn.h): host->conn and
- * host->init_conn hand out that store's connection. */
+/* Each context begins with the host table and its store (pg/handler_conn.h):
+ * DEDUPD_HOST(ctx) reads the one, host->conn and host->init_conn hand out the
+ * other's connection, host->exec runs on it and keeps the rows there until
+ * host_ctx_release. */
 struct dedupd_ctx {
         struct store_handler_ctx head; /* first: the store the handler runs on, also dedupd's own statements' (emit) */
         const char *idem_key;
@@ -27,6 +29,9 @@ struct dedupd_init_ctx {
         struct store_handler_ctx head; /* first: the setup connection's store */
         const json_t *config;
         const char *log_prefix;
+        const char *ns, *topic; /* whose handler this is (set_evidence); NULL: none to declare for */
+        const char *handler;    /* its name */
+        char error[512];        /* the last failure of a host call: init()'s message when it gave none */
 };
 
 extern const struct dedupd_host host_api;
@@ -34,6 +39,9 @@ extern const struct dedupd_host host_api;
 /** Count ctx's refused calls: its message's outcome has committed (an attempt
  *  that rolled back counts nothing; the metrics are the database's truth). */
 void host_count_refusals(const struct dedupd_ctx *ctx);
+
+/** Free what the handler's statements returned during its call (host->exec). */
+void host_ctx_release(struct store_handler_ctx *head);
 
 /** Forget the previous message's response. */
 void host_ctx_reset(struct dedupd_ctx *ctx);

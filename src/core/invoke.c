@@ -8,6 +8,7 @@
 #include "base/fault.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "core/host.h"
 #include "core/steps.h"
 #include "pg/savepoint.h"
 
@@ -77,6 +78,8 @@ static int lost_connection(struct call *c)
 /* What one message's result means, told by the handler and by the transaction. */
 static const char *retry_phrase(dedupd_result_t r, int aborted)
 {
+        if ((int)r == DEDUPD_EXEC_FATAL)
+                return "a statement of the handler failed (logged with its SQLSTATE)";
         if (r != DEDUPD_OK && r != DEDUPD_REJECT && r != DEDUPD_RETRY)
                 return "handler returned an unknown result";
         return aborted ? "handler left the transaction aborted (an SQL error)" : "handler returned RETRY";
@@ -130,6 +133,8 @@ static enum pl_rc run_handle_batch(struct call *c)
                 res[j] = DEDUPD_RETRY;
         }
         dedupd_result_t br = h->desc->handle_batch(h->state, dc, dm, n, res);
+        for (size_t j = 0; j < n; j++)
+                host_ctx_release(&dc[j]->head);
         fault_point("in_handler");
         rc = lost_connection(c) ? step_fail(c->pt->store, STORE_CONN) : judge_batch(c, br, res, n);
         free(dms);
@@ -186,6 +191,7 @@ static enum pl_rc run_handle(struct call *c)
                 struct batch_item *it = &c->b->items[c->b->fresh[j]];
                 struct dedupd_msg dm = handler_msg(it->e);
                 dedupd_result_t r = h->desc->handle(h->state, &it->ctx, &dm);
+                host_ctx_release(&it->ctx.head);
                 fault_point("in_handler");
                 ret = lost_connection(c) ? step_fail(c->pt->store, STORE_CONN) : judge_one(c, j, r, sp);
         }
@@ -214,7 +220,7 @@ enum pl_rc invoke_handler(struct pl_topic *pt, struct batch *b, char *err, size_
         enum pl_rc rc;
         for (size_t j = 0; j < b->nfresh; j++) {
                 struct batch_item *it = &b->items[b->fresh[j]];
-                it->ctx = (struct dedupd_ctx){.head = {pt->store},
+                it->ctx = (struct dedupd_ctx){.head = {&host_api, pt->store, NULL},
                                               .sink = pt->sink,
                                               .idem_key = it->e->st.idem_key,
                                               .log_prefix = pt->handler->log_prefix,

@@ -81,23 +81,36 @@ error:
         return -1;
 }
 
-int loader_init(struct handler *h, const json_t *config, struct store *setup, char *err,
-                size_t errsz)
+int loader_init(struct handler *h, const json_t *config, struct store *setup, const char *ns, const char *topic,
+                char *err, size_t errsz)
 {
-        struct dedupd_init_ctx ictx = {{setup}, config, h->log_prefix};
+        struct dedupd_init_ctx ictx = {.head = {&host_api, setup, NULL},
+                                       .config = config,
+                                       .log_prefix = h->log_prefix,
+                                       .ns = ns,
+                                       .topic = topic,
+                                       .handler = h->desc->name && *h->desc->name ? h->desc->name : h->path};
         char herr[512] = "";
 
         if (!h->desc->init) {
                 h->initialized = 1;
                 return 0;
         }
-        if (h->desc->init(&host_api, &ictx, &h->state, herr, sizeof(herr)) != 0) {
+        int rc = h->desc->init(&host_api, &ictx, &h->state, herr, sizeof(herr));
+        host_ctx_release(&ictx.head);
+        if (rc != 0) {
                 snprintf(err, errsz, "handler %s: init failed: %s", h->path,
-                         herr[0] ? herr : "(no message)");
+                         herr[0] ? herr : ictx.error[0] ? ictx.error : "(no message)");
                 return -1;
         }
         h->initialized = 1;
         return 0;
+}
+
+const char *loader_version(const struct handler *h)
+{
+        return DEDUPD_HANDLER_HAS(h->desc, version) && h->desc->version && *h->desc->version ? h->desc->version
+                                                                                              : NULL;
 }
 
 void loader_close(struct handler *h)

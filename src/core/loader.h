@@ -37,9 +37,14 @@ int loader_check_desc(const struct dedupd_handler *d, const char *path, char *er
         __attribute__((warn_unused_result));
 
 /** Call the handler's init() with its config subtree and setup's connection
- *  (setup may be NULL: the handler's init_conn gives NULL). */
-int loader_init(struct handler *h, const json_t *config, struct store *setup, char *err,
-                size_t errsz) __attribute__((warn_unused_result));
+ *  (setup may be NULL: the handler's init_conn gives NULL), for topic of
+ *  namespace ns (what host->set_evidence declares for; NULL: nothing can be
+ *  declared). */
+int loader_init(struct handler *h, const json_t *config, struct store *setup, const char *ns, const char *topic,
+                char *err, size_t errsz) __attribute__((warn_unused_result));
+
+/** The handler's version string (descriptor, ABI 1.2), NULL when it has none. */
+const char *loader_version(const struct handler *h);
 
 /** fini() (when initialized) and dlclose. Safe on a zeroed struct. */
 void loader_close(struct handler *h);

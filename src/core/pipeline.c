@@ -53,13 +53,14 @@ struct pipeline *pipeline_new(const struct config *cfg, struct store *setup, str
         for (size_t i = 0; i < cfg->topic_cnt; i++) {
                 const struct topic_conf *t = &cfg->topics[i];
                 if (loader_open(&pl->handlers[i], t->handler_path, err, errsz) ||
-                    loader_init(&pl->handlers[i], t->handler_config, setup, err, errsz))
+                    loader_init(&pl->handlers[i], t->handler_config, setup, cfg->namespace, t->name, err, errsz))
                         goto error;
                 metrics_topic(t->name);
                 pl->modes[i] = t->mode == MODE_EXTERNAL ? &mode_external : &mode_transactional;
-                log_info("pipeline", "topic %s: handler %s loaded from %s (%s mode)", t->name,
-                         pl->handlers[i].desc->name ? pl->handlers[i].desc->name : "?", t->handler_path,
-                         pl->modes[i]->name);
+                const char *version = loader_version(&pl->handlers[i]);
+                log_info("pipeline", "topic %s: handler %s%s%s loaded from %s (%s mode)", t->name,
+                         pl->handlers[i].desc->name ? pl->handlers[i].desc->name : "?", version ? " " : "",
+                         version ? version : "", t->handler_path, pl->modes[i]->name);
         }
         return pl;
 error:

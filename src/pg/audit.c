@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "pg/array.h"
+#include "pg/evidence.h"
 
 enum store_rc store_relation_exists(struct store *s, const char *name, int *exists, char *err, size_t errsz)
 {
@@ -139,7 +140,7 @@ enum store_rc store_audit_evidence(struct store *s, const char *ns, const char *
                                    PGresult **out, char *err, size_t errsz)
 {
         struct store_array ta = {0};
-        char *t = PQescapeIdentifier(store_conn(s), table, strlen(table));
+        char *t = store_evidence_quote(s, table);
         char *k = PQescapeIdentifier(store_conn(s), key_column, strlen(key_column));
         enum store_rc rc = STORE_ERROR;
 
@@ -154,7 +155,7 @@ enum store_rc store_audit_evidence(struct store *s, const char *ns, const char *
         rc = store_query(s, sql, 2, params, out, err, errsz);
         free(sql);
 out:
-        PQfreemem(t);
+        free(t);
         PQfreemem(k);
         store_array_free(&ta);
         return rc;

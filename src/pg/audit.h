@@ -54,8 +54,9 @@ enum store_evidence_check {
 
 /** idem_key, effects, topic, partition, offset — the keys failing check
  *  for the handler whose evidence is table(key_column), on its topics. The
- *  table and column come from the handler's descriptor, never from a
- *  message; they are quoted as identifiers. */
+ *  table and column come from what the handler declared (pg/evidence.h),
+ *  never from a message; they are quoted as identifiers (table may be
+ *  schema.table). */
 enum store_rc store_audit_evidence(struct store *s, const char *ns, const char *table, const char *key_column,
                                    const char *const *topics, size_t ntopics, enum store_evidence_check check,
                                    PGresult **out, char *err, size_t errsz) __attribute__((warn_unused_result));

@@ -4,14 +4,19 @@
 
 #include <libpq-fe.h>
 
+#include "dedupd/handler.h"
+
 struct store;
-struct dedupd_ctx;
-struct dedupd_init_ctx;
+struct dedupd_rows;
 
 /** All pg/ reads of the host's contexts (core/host.h): each begins with
- *  this, the store whose connection its handler is given. */
+ *  this — the host table first (DEDUPD_HOST, dedupd/handler.h), then the
+ *  store whose connection its handler is given, and the rows its statements
+ *  returned during the current call (pg/handler_exec.h). */
 struct store_handler_ctx {
-        struct store *store; /* NULL: no connection to give (the handler gets NULL) */
+        const struct dedupd_host *host;
+        struct store *store;       /* NULL: no connection to give (the handler gets NULL) */
+        struct dedupd_rows *rows;  /* owned: freed by store_handler_release */
 };
 
 /** host->conn: the connection of ctx's store (in transactional mode inside

@@ -178,6 +178,18 @@ static const char *const migrations[] = {
         "  PRIMARY KEY (namespace, topic, partition, \"offset\")"
         ");"
         "CREATE INDEX IF NOT EXISTS mismatches_time ON dedupd.mismatches (namespace, noticed_at);",
+        /* 12: where each topic's handler counts its effects (issue 20): what
+         *    it declared at init with host->set_evidence, for dedupctl
+         *    verify, which runs in another process and cannot ask it */
+        "CREATE TABLE IF NOT EXISTS dedupd.evidence ("
+        "  namespace   text        NOT NULL,"
+        "  topic       text        NOT NULL,"
+        "  handler     text        NOT NULL,"
+        "  table_name  text        NOT NULL,"
+        "  key_column  text        NOT NULL,"
+        "  declared_at timestamptz NOT NULL DEFAULT now(),"
+        "  PRIMARY KEY (namespace, topic)"
+        ");",
 };
 #define MIGRATION_CNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -268,6 +280,12 @@ static const struct schema_column {
         {"attempts", "single", "boolean", 0}, /* a message run alone, or a batch's start */
         {"attempts", "topic", "text", 0},
         {"attempts", "until_offset", "bigint", 0},
+        {"evidence", "declared_at", "timestamp with time zone", 0},
+        {"evidence", "handler", "text", 0},
+        {"evidence", "key_column", "text", 0}, /* host->set_evidence's key_column */
+        {"evidence", "namespace", "text", 0},
+        {"evidence", "table_name", "text", 0}, /* host->set_evidence's table, as declared (maybe schema.table) */
+        {"evidence", "topic", "text", 0},
         {"instances", "backend_pid", "integer", 0}, /* its database session: gone when the process dies */
         {"instances", "backend_start", "timestamp with time zone", 1},
         {"instances", "lease_until", "timestamp with time zone", 0}, /* renewed while it runs */

@@ -41,10 +41,12 @@ static enum check_rc check_handlers(struct check_ctx *ck)
                         rc = CHECK_INVALID;
                         continue;
                 }
-                fprintf(ck->o->out, "topic %s: key %s%s%s%s%s, handler %s (ABI %u), dead letters to %s\n", t->name,
-                        t->key_subject, t->key_action ? "/" : "", t->key_action ? t->key_action : "",
+                const char *version = loader_version(&h);
+                fprintf(ck->o->out, "topic %s: key %s%s%s%s%s, handler %s%s%s (ABI %u), dead letters to %s\n",
+                        t->name, t->key_subject, t->key_action ? "/" : "", t->key_action ? t->key_action : "",
                         t->key_request ? "/" : "", t->key_request ? t->key_request : "",
-                        h.desc->name ? h.desc->name : "?", h.desc->abi_major, t->dlq_topic);
+                        h.desc->name ? h.desc->name : "?", version ? " " : "", version ? version : "",
+                        h.desc->abi_major, t->dlq_topic);
                 loader_close(&h);
         }
         return rc;

@@ -39,7 +39,7 @@ static int init_handlers(struct config *cfg, struct store *s)
                 struct handler h = {0};
                 char err[1024];
                 if (loader_open(&h, t->handler_path, err, sizeof(err)) ||
-                    loader_init(&h, t->handler_config, s, err, sizeof(err))) {
+                    loader_init(&h, t->handler_config, s, cfg->namespace, t->name, err, sizeof(err))) {
                         fprintf(stderr, "dedupctl: topic %s: %s\n", t->name, err);
                         rc = 1;
                 } else {

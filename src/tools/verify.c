@@ -11,6 +11,7 @@
 
 #include "core/loader.h"
 #include "pg/audit.h"
+#include "pg/evidence.h"
 #include "pg/offsets.h"
 #include "pg/store.h"
 #include "source/brokers.h"
@@ -130,7 +131,7 @@ static int counters(struct store *s, const struct config *cfg, const struct veri
         return 0;
 }
 
-/* The evidence a handler declares (descriptor fields), and the topics it serves. */
+/* The evidence a topic's handler declares, and the topics it serves. */
 struct evidence {
         char *handler, *table, *column;
         const char **topics;
@@ -145,52 +146,92 @@ static struct evidence *evidence_find(struct evidence *ev, size_t n, const char 
         return NULL;
 }
 
-/* Each configured topic's handler, asked for its evidence (loading runs
- * nothing of it but its descriptor function). */
-static size_t evidence_of(const struct config *cfg, struct evidence *ev)
+/* What a handler built before ABI 1.2 declares in its descriptor (loading
+ * runs nothing of it but its descriptor function): *table NULL when nothing. */
+static void evidence_of_descriptor(const struct topic_conf *t, char **handler, char **table, char **column)
 {
-        size_t n = 0;
-        for (size_t t = 0; t < cfg->topic_cnt; t++) {
-                struct handler h = {0};
-                char lerr[512];
-                if (loader_open(&h, cfg->topics[t].handler_path, lerr, sizeof(lerr))) {
-                        printf("  (topic %s: handler not loadable, its effects are not checked: %s)\n",
-                               cfg->topics[t].name, lerr);
-                        continue;
-                }
-                const struct dedupd_handler *d = h.desc;
-                const char *table = DEDUPD_HANDLER_HAS(d, evidence_table) ? d->evidence_table : NULL;
-                const char *column = DEDUPD_HANDLER_HAS(d, evidence_key_column) && d->evidence_key_column
-                                             ? d->evidence_key_column
-                                             : "idem_key";
-                if (!table) {
-                        printf("  (topic %s: handler %s declares no evidence table: only keys, counters and "
-                               "lag are checked)\n",
-                               cfg->topics[t].name, d->name ? d->name : "?");
-                        loader_close(&h);
-                        continue;
-                }
-                struct evidence *e = evidence_find(ev, n, table, column);
-                if (!e) {
-                        e = &ev[n++];
-                        *e = (struct evidence){xstrdup(d->name ? d->name : "?"), xstrdup(table), xstrdup(column),
-                                               xcalloc(cfg->topic_cnt, sizeof(char *)), 0};
-                }
-                e->topics[e->ntopics++] = cfg->topics[t].name;
-                loader_close(&h);
+        struct handler h = {0};
+        char lerr[512];
+        if (loader_open(&h, t->handler_path, lerr, sizeof(lerr))) {
+                printf("  (topic %s: handler not loadable, its effects are not checked: %s)\n", t->name, lerr);
+                return;
         }
-        return n;
+        const struct dedupd_handler *d = h.desc;
+        *handler = xstrdup(d->name ? d->name : "?");
+        if (DEDUPD_HANDLER_HAS(d, evidence_table) && d->evidence_table) {
+                *table = xstrdup(d->evidence_table);
+                *column = xstrdup(DEDUPD_HANDLER_HAS(d, evidence_key_column) && d->evidence_key_column
+                                          ? d->evidence_key_column
+                                          : "idem_key");
+        } else {
+                printf("  (topic %s: handler %s declares no evidence table: only keys, counters and lag are "
+                       "checked)\n",
+                       t->name, *handler);
+        }
+        loader_close(&h);
+}
+
+/* What the topic's handler declared: what it recorded at init (set_evidence,
+ * dedupd.evidence), else its descriptor's fields. Checked here too: the names
+ * are read from a table anyone with write access could have changed. */
+static int evidence_declared(struct store *s, const struct config *cfg, const struct topic_conf *t, char **handler,
+                             char **table, char **column, char *err, size_t errsz)
+{
+        char bad[512];
+        *handler = *table = *column = NULL;
+        if (store_evidence_declared(s, cfg->namespace, t->name, handler, table, column, err, errsz))
+                return -1;
+        if (!*table) {
+                free(*handler);
+                *handler = NULL;
+                evidence_of_descriptor(t, handler, table, column);
+        }
+        if (*table && store_evidence_names_ok(*table, *column, bad, sizeof(bad))) {
+                printf("  (topic %s: %s: its effects are not checked)\n", t->name, bad);
+                free(*table);
+                free(*column);
+                *table = *column = NULL;
+        }
+        return 0;
+}
+
+/* Each configured topic's evidence, topics sharing one table together. */
+static int evidence_of(struct store *s, const struct config *cfg, struct evidence *ev, size_t *n, char *err,
+                       size_t errsz)
+{
+        for (size_t t = 0; t < cfg->topic_cnt; t++) {
+                char *handler, *table, *column;
+                if (evidence_declared(s, cfg, &cfg->topics[t], &handler, &table, &column, err, errsz))
+                        return -1;
+                struct evidence *e = table ? evidence_find(ev, *n, table, column) : NULL;
+                if (table && !e) {
+                        e = &ev[(*n)++];
+                        *e = (struct evidence){handler, table, column, xcalloc(cfg->topic_cnt, sizeof(char *)), 0};
+                        handler = table = column = NULL;
+                }
+                if (e)
+                        e->topics[e->ntopics++] = cfg->topics[t].name;
+                free(handler);
+                free(table);
+                free(column);
+        }
+        return 0;
 }
 
 static int evidence_check(struct store *s, const struct config *cfg, const struct evidence *e,
                           struct findings *f, char *err, size_t errsz)
 {
         char shown[256] = "";
-        int exists = 0;
-        if (store_relation_exists(s, e->table, &exists, err, errsz))
+        int exists = 0, has_column = 0;
+        if (store_evidence_exists(s, e->table, e->column, &exists, &has_column, err, errsz))
                 return -1;
         if (!exists) {
                 printf("  %s: no table %s yet\n", e->handler, e->table);
+                return 0;
+        }
+        if (!has_column) {
+                add(f, "evidence: table %s has no column %s: the effects of %s are not checked", e->table, e->column,
+                    e->handler);
                 return 0;
         }
         for (size_t i = 0; i < e->ntopics; i++)
@@ -220,7 +261,8 @@ static int evidence(struct store *s, const struct config *cfg, struct findings *
         int rc = 0;
 
         printf("\neffects (the evidence each handler declares)\n");
-        n = evidence_of(cfg, ev);
+        n = 0;
+        rc = evidence_of(s, cfg, ev, &n, err, errsz);
         for (size_t i = 0; i < n && !rc; i++)
                 rc = evidence_check(s, cfg, &ev[i], f, err, errsz);
         for (size_t i = 0; i < n; i++) {

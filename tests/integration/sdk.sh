@@ -4,7 +4,10 @@
 # no fault points (DEDUPD_FAULT cannot kill it), a --version that says so, a
 # systemd unit systemd accepts, example configs dedupctl check accepts with
 # every setting and its default, and an SDK that builds a handler out of tree
-# with pkg-config and with find_package(dedupd) — both loaded by dedupctl.
+# with pkg-config and with find_package(dedupd) — both loaded by dedupctl —
+# the hello example built from its installed source the same two ways and
+# run by the installed dedupd, and a handler built against ABI 1.1's header
+# loaded and run unchanged.
 . "$(dirname "$0")/lib.sh"
 require_fault_points # the suite's build is the control that DEDUPD_FAULT does kill
 
@@ -18,11 +21,11 @@ ABI=$(sed -n 's/^#define DEDUPD_HANDLER_ABI_MAJOR \([0-9]*\)$/\1/p' "$ROOT/inclu
 log "building and installing into $P"
 cmake -S "$ROOT" -B "$B" -G Ninja -DDEDUPD_TESTS=OFF -DCMAKE_INSTALL_PREFIX="$P" >"$WORK/configure.log" 2>&1 ||
         fail "configure: $(tail -n 20 "$WORK/configure.log")"
-ninja -C "$B" dedupd dedupctl transfer sql filesink man >"$WORK/build.log" 2>&1 || fail "build: $(tail -n 20 "$WORK/build.log")"
+ninja -C "$B" dedupd dedupctl transfer sql filesink hello man >"$WORK/build.log" 2>&1 || fail "build: $(tail -n 20 "$WORK/build.log")"
 cmake --install "$B" >"$WORK/install.log" 2>&1 || fail "install: $(tail -n 20 "$WORK/install.log")"
 
 for f in bin/dedupd bin/dedupctl lib/dedupd/transfer.so lib/dedupd/sql.so lib/dedupd/filesink.so \
-        include/dedupd/handler.h lib/pkgconfig/dedupd-handler.pc lib/cmake/dedupd/dedupdConfig.cmake \
+        lib/dedupd/hello.so share/doc/dedupd/examples/hello.c include/dedupd/handler.h lib/pkgconfig/dedupd-handler.pc lib/cmake/dedupd/dedupdConfig.cmake \
         lib/cmake/dedupd/dedupdConfigVersion.cmake lib/cmake/dedupd/dedupdTargets.cmake \
         lib/systemd/system/dedupd.service share/doc/dedupd/dedupd.example.yaml \
         share/doc/dedupd/dedupd.minimal.yaml share/man/man8/dedupd.8 share/man/man1/dedupctl.1 \
@@ -55,7 +58,7 @@ log "ok: cmake --install --prefix $X: the unit, the .pc and the example configs 
 # (-z relro -z now), the stack protector and fortified libc calls (-fstack-protector-strong,
 # -D_FORTIFY_SOURCE=2), the programs position-independent; and hardening-check (devscripts),
 # which also finds the stack clash probes, has nothing to say.
-ELFS=(bin/dedupd bin/dedupctl lib/dedupd/transfer.so lib/dedupd/sql.so lib/dedupd/filesink.so)
+ELFS=(bin/dedupd bin/dedupctl lib/dedupd/transfer.so lib/dedupd/sql.so lib/dedupd/filesink.so lib/dedupd/hello.so)
 for f in "${ELFS[@]}"; do
         readelf -lW "$P/$f" | grep -q ' GNU_RELRO ' || fail "$f: no GNU_RELRO segment (-z relro)"
         readelf -dW "$P/$f" | grep -Eq '\(FLAGS\).*BIND_NOW|\(FLAGS_1\).*NOW' || fail "$f: no BIND_NOW (-z now)"
@@ -123,7 +126,7 @@ check_as_installed() { # FILE WHAT
         DEDUPD_HANDLER_DIR=$HDIR PG_DSN=$TEST_DSN "$P/bin/dedupctl" check -c "$1" >"$out" 2>&1 || rc=$?
         cat "$out"
         assert_eq "$rc" 0 "dedupctl check exit code on $2"
-        grep -q "^topic payments: key {json:order_id}/PAY, handler transfer (ABI $ABI), dead letters to payments.dlq$" "$out" ||
+        grep -q "^topic payments: key {json:order_id}/PAY, handler transfer 1.1 (ABI $ABI), dead letters to payments.dlq$" "$out" ||
                 fail "$2: check does not name the transfer handler"
         grep -q ": OK (namespace payments-service, 1 topic(s))$" "$out" || fail "$2: check is not OK without warnings"
 }
@@ -172,24 +175,65 @@ FIX=$ROOT/tests/fixtures/sdk
 cc -shared -fPIC -fvisibility=hidden -Wall -Wextra -Werror -Wno-unused-parameter -DHANDLER_NAME='"sdk_pc"' \
         -o "$WORK/sdk_pc.so" "$FIX/my_handler.c" $(pkg-config --cflags --libs dedupd-handler) ||
         fail "cc with pkg-config dedupd-handler failed"
+# shellcheck disable=SC2046
+cc -shared -fPIC -fvisibility=hidden -Wall -Wextra -Werror -o "$WORK/hello_pc.so" "$DOC/examples/hello.c" \
+        $(pkg-config --cflags --libs dedupd-handler) || fail "cc of the installed hello.c with pkg-config failed"
 # ... and with find_package(dedupd), installed into the handler directory it names.
-cmake -S "$FIX" -B "$WORK/cmake-handler" -G Ninja -DCMAKE_PREFIX_PATH="$P" >"$WORK/handler-configure.log" 2>&1 ||
+cmake -S "$FIX" -B "$WORK/cmake-handler" -G Ninja -DCMAKE_PREFIX_PATH="$P" -DHELLO_SOURCE="$DOC/examples/hello.c" >"$WORK/handler-configure.log" 2>&1 ||
         fail "find_package(dedupd): $(tail -n 20 "$WORK/handler-configure.log")"
 ninja -C "$WORK/cmake-handler" >"$WORK/handler-build.log" 2>&1 || fail "handler build: $(tail -n 20 "$WORK/handler-build.log")"
 cmake --install "$WORK/cmake-handler" >/dev/null || fail "handler install"
-[[ -f $HDIR/sdk_cmake.so ]] || fail "find_package(dedupd) installed no $HDIR/sdk_cmake.so"
+[[ -f $HDIR/sdk_cmake.so && -f $HDIR/hello_cmake.so ]] || fail "find_package(dedupd) installed no $HDIR/sdk_cmake.so or hello_cmake.so"
+# A handler built against ABI 1.1's header (tests/fixtures/sdk/abi-1.1): what a
+# handler author's existing build gives, never rebuilt for ABI 1.2.
+# shellcheck disable=SC2046
+cc -shared -fPIC -fvisibility=hidden -Wall -Wextra -Werror -Wno-unused-parameter -DHANDLER_NAME='"sdk_old"' \
+        -I "$FIX/abi-1.1" -o "$WORK/sdk_old.so" "$FIX/my_handler.c" $(pkg-config --libs dedupd-handler) \
+        $(pkg-config --cflags libpq) || fail "cc against the ABI 1.1 header failed"
 unset PKG_CONFIG_PATH
 
 # Both load in the installed dedupctl: the descriptor found, its ABI accepted.
 T2="sdk_handler_$$"
 topic "$T2" 1
-for so in "$WORK/sdk_pc.so" "$HDIR/sdk_cmake.so"; do
+for so in "$WORK/sdk_pc.so" "$HDIR/sdk_cmake.so" "$WORK/sdk_old.so" "$WORK/hello_pc.so" "$HDIR/hello_cmake.so"; do
         name=$(basename "$so" .so)
+        shown=$name
+        [[ $name == hello_* ]] && shown="hello 1.0"
         sed "s#path: \".*transfer.so\"#path: \"$so\"#; s#^  - name: .*#  - name: $T2#" "$WORK/installed.yaml" >"$WORK/$name.yaml"
         rc=0; "$P/bin/dedupctl" check -c "$WORK/$name.yaml" >"$WORK/$name.check" 2>&1 || rc=$?
         cat "$WORK/$name.check"
         assert_eq "$rc" 0 "dedupctl check exit code with the $name handler"
-        grep -q "^topic $T2: key {json:order_id}/PAY, handler $name (ABI $ABI), dead letters to $T2.dlq$" "$WORK/$name.check" ||
-                fail "check does not name handler $name"
+        grep -q "^topic $T2: key {json:order_id}/PAY, handler $shown (ABI $ABI), dead letters to $T2.dlq$" "$WORK/$name.check" ||
+                fail "check does not name handler $shown"
 done
-log "ok: handlers built with pkg-config and with find_package(dedupd) load in the installed dedupctl"
+log "ok: handlers built with pkg-config and with find_package(dedupd), hello among them, and one built against ABI 1.1 load in the installed dedupctl"
+
+# They run in the installed dedupd: the ABI 1.1 handler as it always did, and
+# hello (built from the installed example) on exec, ensure_schema and
+# set_evidence — a payment applied once, one it cannot cover rejected, and
+# verify counting its ledger.
+printf '%s\n' '{"order_id":"o1","user_id":1,"amount":10}' | "$KT" produce -t "$T2"
+DEDUPD=$P/bin/dedupd start old "$WORK/sdk_old.yaml"
+wait_done "$T2" 60
+stop old
+assert_eq "$(sql "SELECT status || ': ' || response FROM dedupd.keys WHERE topic = '$T2' AND idem_key = 'o1/PAY'")" "DONE: OK" \
+        "the ABI 1.1 handler's outcome"
+T3="sdk_hello_$$"
+topic "$T3" 1
+sed "s#^  - name: .*#  - name: $T3#" "$WORK/hello_pc.yaml" >"$WORK/hello_run.yaml"
+"$P/bin/dedupctl" migrate -c "$WORK/hello_run.yaml" >"$WORK/hello_migrate.out" 2>&1 ||
+        fail "migrate with hello: $(cat "$WORK/hello_migrate.out")"
+sql "INSERT INTO hello_account VALUES (1, 25)"
+printf '%s\n' '{"order_id":"h1","user_id":1,"amount":20}' '{"order_id":"h1","user_id":1,"amount":20}' \
+        '{"order_id":"h2","user_id":1,"amount":20}' | "$KT" produce -t "$T3"
+DEDUPD=$P/bin/dedupd start hello "$WORK/hello_run.yaml"
+wait_done "$T3" 60
+stop hello
+assert_eq "$(sql "SELECT balance FROM hello_account WHERE user_id = 1")" 5 "balance after hello"
+assert_eq "$(sql "SELECT string_agg(idem_key || '=' || status, ' ' ORDER BY idem_key) FROM dedupd.keys WHERE topic = '$T3'")" \
+        "h1/PAY=DONE h2/PAY=FAILED" "hello's outcomes"
+rc=0; "$P/bin/dedupctl" verify -c "$WORK/hello_run.yaml" >"$WORK/hello_verify.out" 2>&1 || rc=$?
+cat "$WORK/hello_verify.out"
+assert_eq "$rc" 0 "verify exit code after hello"
+grep -qF "  hello_ledger (handler hello, topic $T3)" "$WORK/hello_verify.out" || fail "verify did not count hello_ledger"
+log "ok: the ABI 1.1 handler and hello (from the installed SDK) run in the installed dedupd"

@@ -91,7 +91,7 @@ static void init_with_empty_config(void **state)
 
         if (loader_open(&h, FIXTURE_GOOD, err, sizeof(err)))
                 fail_msg("%s", err);
-        assert_int_equal(loader_init(&h, cfg, NULL, err, sizeof(err)), 0);
+        assert_int_equal(loader_init(&h, cfg, NULL, NULL, NULL, err, sizeof(err)), 0);
         assert_int_equal(h.initialized, 1);
         assert_non_null(h.state);
         assert_string_equal(((struct fixture_state *)h.state)->greeting, "(none)");
@@ -107,7 +107,7 @@ static void init_without_config(void **state)
 
         if (loader_open(&h, FIXTURE_GOOD, err, sizeof(err)))
                 fail_msg("%s", err);
-        if (loader_init(&h, NULL, NULL, err, sizeof(err)))
+        if (loader_init(&h, NULL, NULL, NULL, NULL, err, sizeof(err)))
                 fail_msg("%s", err);
         assert_string_equal(((struct fixture_state *)h.state)->greeting, "(none)");
         loader_close(&h);
@@ -122,7 +122,7 @@ static void init_reads_config_and_fini_runs_once(void **state)
 
         if (loader_open(&h, FIXTURE_GOOD, err, sizeof(err)))
                 fail_msg("%s", err);
-        if (loader_init(&h, cfg, NULL, err, sizeof(err)))
+        if (loader_init(&h, cfg, NULL, NULL, NULL, err, sizeof(err)))
                 fail_msg("%s", err);
         assert_string_equal(((struct fixture_state *)h.state)->greeting, "hello");
         assert_int_equal(fini_calls, 0);
@@ -142,7 +142,7 @@ static void init_failure_is_reported(void **state)
 
         if (loader_open(&h, FIXTURE_GOOD, err, sizeof(err)))
                 fail_msg("%s", err);
-        assert_int_equal(loader_init(&h, cfg, NULL, err, sizeof(err)), -1);
+        assert_int_equal(loader_init(&h, cfg, NULL, NULL, NULL, err, sizeof(err)), -1);
         snprintf(want, sizeof(want), "handler %s: init failed: told to fail", FIXTURE_GOOD);
         assert_string_equal(err, want);
         assert_int_equal(h.initialized, 0);
@@ -159,7 +159,7 @@ static void init_failure_without_message(void **state)
 
         if (loader_open(&h, FIXTURE_GOOD, err, sizeof(err)))
                 fail_msg("%s", err);
-        assert_int_equal(loader_init(&h, cfg, NULL, err, sizeof(err)), -1);
+        assert_int_equal(loader_init(&h, cfg, NULL, NULL, NULL, err, sizeof(err)), -1);
         assert_contains(err, "init failed: (no message)");
         loader_close(&h);
         json_decref(cfg);
@@ -190,7 +190,7 @@ static void init_with_config_from_yaml(void **state)
         struct topic_conf *t = config_topic(cfg, "t");
         if (loader_open(&h, t->handler_path, err, sizeof(err)))
                 fail_msg("%s", err);
-        if (loader_init(&h, t->handler_config, NULL, err, sizeof(err)))
+        if (loader_init(&h, t->handler_config, NULL, NULL, NULL, err, sizeof(err)))
                 fail_msg("%s", err);
         assert_string_equal(((struct fixture_state *)h.state)->greeting, "from yaml");
         loader_close(&h);
@@ -209,7 +209,7 @@ static void same_handler_twice(void **state)
         if (loader_open(&a, FIXTURE_GOOD, err, sizeof(err)) ||
             loader_open(&b, FIXTURE_GOOD, err, sizeof(err)))
                 fail_msg("%s", err);
-        if (loader_init(&a, ca, NULL, err, sizeof(err)) || loader_init(&b, cb, NULL, err, sizeof(err)))
+        if (loader_init(&a, ca, NULL, NULL, NULL, err, sizeof(err)) || loader_init(&b, cb, NULL, NULL, NULL, err, sizeof(err)))
                 fail_msg("%s", err);
         assert_ptr_equal(a.desc, b.desc);
         assert_ptr_not_equal(a.state, b.state);
@@ -236,7 +236,7 @@ static void batch_only_handler(void **state)
         assert_non_null(h.desc->handle_batch);
         snprintf(want, sizeof(want), "handler:%s", FIXTURE_BATCH_ONLY);
         assert_string_equal(h.log_prefix, want); /* no name: the path stands in */
-        assert_int_equal(loader_init(&h, NULL, NULL, err, sizeof(err)), 0);
+        assert_int_equal(loader_init(&h, NULL, NULL, NULL, NULL, err, sizeof(err)), 0);
         assert_int_equal(h.initialized, 1);
         loader_close(&h);
         assert_zeroed(&h);

@@ -183,9 +183,9 @@ static void the_handler_gets_the_stores_connection(void **state)
 {
         (void)state;
         fresh();
-        struct dedupd_ctx ctx = {.head = {db}};
-        struct dedupd_init_ctx ictx = {.head = {db}};
-        struct dedupd_init_ctx bare = {.head = {NULL}};
+        struct dedupd_ctx ctx = {.head = {.store = db}};
+        struct dedupd_init_ctx ictx = {.head = {.store = db}};
+        struct dedupd_init_ctx bare = {.head = {.store = NULL}};
         assert_ptr_equal(host_api.conn(&ctx), store_conn(db));
         assert_ptr_equal(host_api.init_conn(&ictx), store_conn(db));
         assert_null(host_api.init_conn(&bare));
