@@ -16,6 +16,7 @@
 #include "source/kafka/topics.h"
 
 #define ACK_TIMEOUT_MS 30000
+#define DLQ_MESSAGE_TIMEOUT_MS 25000 /* the dead letters' message.timeout.ms, within ACK_TIMEOUT_MS */
 /* librdkafka fails a timed-out message on its next timeout scan (about once
  * a second): the relay waits that much past message.timeout.ms. */
 #define SCAN_SLACK_MS 1500
@@ -134,7 +135,7 @@ struct producer *producer_new(const struct config *cfg, const int64_t *dlq_max_b
         q->cfg = cfg;
         q->dlq_max_bytes = dlq_max_bytes;
         q->max_bytes = user_max ? strtoll(user_max, NULL, 10) : wanted_max_bytes(cfg, dlq_max_bytes);
-        if (!(q->dlq.rk = lane_open(q, &q->dlq, 25000, err, errsz))) {
+        if (!(q->dlq.rk = lane_open(q, &q->dlq, DLQ_MESSAGE_TIMEOUT_MS, err, errsz))) {
                 free(q);
                 return NULL;
         }
@@ -171,6 +172,11 @@ static size_t lane_send(struct lane *l, const struct record *recs, size_t n, int
         l->results = xcalloc(n ? n : 1, sizeof(*l->results));
         l->gen++;
         l->pending = 0;
+        if (!l->rk) { /* dropped after a fatal error, and no new one could be made */
+                for (size_t i = 0; i < n; i++)
+                        l->results[i] = RD_KAFKA_RESP_ERR__FATAL;
+                return 0;
+        }
         for (size_t i = 0; i < n; i++) {
                 const struct record *r = &recs[i];
                 rd_kafka_headers_t *h = rd_kafka_headers_new(r->header_cnt ? r->header_cnt : 1);
@@ -206,9 +212,26 @@ static size_t lane_send(struct lane *l, const struct record *recs, size_t n, int
         return left;
 }
 
+/* After a fatal error the idempotent producer takes nothing more: it is
+ * dropped, and the next call makes a new one (what: whose producer). */
+static void lane_check_fatal(struct lane *l, const char *what)
+{
+        char why[256];
+        if (!l->rk || !rd_kafka_fatal_error(l->rk, why, sizeof(why)))
+                return;
+        log_error("kafka:producer", "the %s producer failed for good (%s): making a new one", what, why);
+        l->gen++;
+        rd_kafka_destroy(l->rk);
+        l->rk = NULL;
+}
+
 int producer_send(struct producer *q, const struct record *recs, size_t n, char *err, size_t errsz)
 {
+        char why[512];
+        if (!q->dlq.rk && !(q->dlq.rk = lane_open(q, &q->dlq, DLQ_MESSAGE_TIMEOUT_MS, why, sizeof(why))))
+                log_error("kafka:producer", "a new dead-letter producer: %s", why);
         size_t left = lane_send(&q->dlq, recs, n, ACK_TIMEOUT_MS);
+        lane_check_fatal(&q->dlq, "dead-letter"); /* its results stay, for the caller to read */
         if (left) {
                 snprintf(err, errsz, "%zu record(s) not acknowledged within %d ms", left, ACK_TIMEOUT_MS);
                 return -1;
@@ -243,19 +266,6 @@ static void outcome_of(rd_kafka_resp_err_t e, const char *topic, int timeout_ms,
                 snprintf(o->reason, sizeof(o->reason), "write to %s failed: %s", topic, rd_kafka_err2str(e));
 }
 
-/* After a fatal error the idempotent producer takes nothing more: the next
- * round makes a new one. */
-static void relay_check_fatal(struct lane *l)
-{
-        char why[256];
-        if (!rd_kafka_fatal_error(l->rk, why, sizeof(why)))
-                return;
-        log_error("kafka:producer", "the outbox producer failed for good (%s): making a new one", why);
-        l->gen++;
-        rd_kafka_destroy(l->rk);
-        l->rk = NULL;
-}
-
 /* The outbox: every record produced at once on the relay's own producer,
  * whose message.timeout.ms is outbox.publish_timeout_ms, each answered. */
 static void publish(void *opaque, const struct record *recs, size_t n, struct sink_outcome *out)
@@ -275,7 +285,7 @@ static void publish(void *opaque, const struct record *recs, size_t n, struct si
                 rd_kafka_purge(q->relay.rk, RD_KAFKA_PURGE_F_QUEUE); /* not sent later behind the relay's back */
         for (size_t i = 0; i < n; i++)
                 outcome_of(q->relay.results[i], recs[i].topic, timeout, &out[i]);
-        relay_check_fatal(&q->relay);
+        lane_check_fatal(&q->relay, "outbox");
 }
 
 struct sink producer_sink(struct producer *q)

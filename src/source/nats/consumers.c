@@ -165,6 +165,25 @@ enum nats_check_rc nats_consumer_reset(struct nats_link *l, const struct config 
         return rc;
 }
 
+/* A consumer of that name dedupd did not make as it makes them: a push
+ * consumer (pull requests would be refused), or one of other subjects
+ * (its messages would be taken for the topic's). */
+static int not_ours(const jsConsumerInfo *ci, const char *subject, char *err, size_t errsz)
+{
+        const jsConsumerConfig *cc = ci->Config;
+        if (cc && cc->DeliverSubject && *cc->DeliverSubject) {
+                snprintf(err, errsz, "consumer %s is a push consumer (deliver subject %s): dedupd pulls; delete it, "
+                         "or name dedupd's consumers otherwise (nats.durable)", ci->Name, cc->DeliverSubject);
+                return 1;
+        }
+        if (cc && cc->FilterSubject && *cc->FilterSubject && strcmp(cc->FilterSubject, subject)) {
+                snprintf(err, errsz, "consumer %s takes subject %s, not %s: delete it, or name dedupd's consumers "
+                         "otherwise (nats.durable)", ci->Name, cc->FilterSubject, subject);
+                return 1;
+        }
+        return 0;
+}
+
 enum nats_check_rc nats_consumer_ensure(struct nats_link *l, const struct config *cfg, size_t t, int64_t start,
                                         char *err, size_t errsz)
 {
@@ -186,6 +205,10 @@ enum nats_check_rc nats_consumer_ensure(struct nats_link *l, const struct config
                 char what[400];
                 snprintf(what, sizeof(what), "consumer %s on stream %s", name, nats_conf(cfg)->stream);
                 return failed(s, jerr, what, err, errsz);
+        }
+        if (not_ours(ci, cfg->topics[t].name, err, errsz)) {
+                jsConsumerInfo_Destroy(ci);
+                return NATS_CHECK_FAILED;
         }
         uint64_t floor = ci->AckFloor.Stream, delivered = ci->Delivered.Stream;
         int acked_any = ci->AckFloor.Consumer > 0;

@@ -4,6 +4,7 @@
 
 #include "base/log.h"
 #include "base/mem.h"
+#include "source/nats/pull.h"
 #include "source/nats/settings.h"
 
 #include <inttypes.h>
@@ -223,11 +224,12 @@ static natsStatus letter_cut(const struct nats_publisher *p, natsMsg **out, cons
         return letter_of(p, out, dl, subject, ns, c);
 }
 
-static int terminate(const struct pl_dead_letter *letters, size_t n, char *err, size_t errsz)
+static int terminate(struct nats_publisher *p, const struct pl_dead_letter *letters, size_t n, char *err,
+                     size_t errsz)
 {
         for (size_t i = 0; i < n; i++) {
                 const struct pl_msg *m = letters[i].msg;
-                natsStatus s = natsMsg_Term(m->source, NULL);
+                natsStatus s = nats_pull_term(p->link->nc, m->source);
                 if (s != NATS_OK) {
                         snprintf(err, errsz, "AckTerm of %s sequence %" PRId64 ": %s", m->topic, m->offset,
                                  natsStatus_GetText(s));
@@ -244,7 +246,7 @@ static int dead_letter(void *opaque, const char *dlq_topic, const char *ns, cons
         const char *subject = nats_conf(p->cfg)->dlq_subject;
         (void)dlq_topic; /* nats.dead_letter.subject, for every topic */
         if (!subject || !*subject)
-                return terminate(letters, n, err, errsz);
+                return terminate(p, letters, n, err, errsz);
         for (size_t i = 0; i < n; i++) {
                 natsMsg *m = NULL;
                 struct cut c;

@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "ops/metrics.h"
 #include "source/nats/consumers.h"
+#include "source/nats/pull.h"
 #include "source/nats/settings.h"
 
 /*
@@ -27,10 +28,11 @@
 
 /* One topic: its pull subscription, what was fetched and not yet handed over. */
 struct ntopic {
-        natsSubscription *sub;
+        struct nats_pull *pull; /* NULL: not pulled */
         char consumer[256];
-        natsMsgList list; /* fetched */
-        int next;         /* the first of list not handed over */
+        natsMsg **fetched; /* room for cap */
+        int cap, count;    /* count: in fetched */
+        int next;          /* the first of fetched not handed over */
         long held; /* handed over, not yet given back */
         int paused;
 };
@@ -119,6 +121,14 @@ static struct pl_msg *msg_wrap(const struct config *cfg, natsMsg *nm, size_t t)
 
 /* ---- fetching ------------------------------------------------------------------ */
 
+/* What was fetched and not handed over, dropped (never acknowledged: delivered again). */
+static void drop_fetched(struct ntopic *nt)
+{
+        for (int i = nt->next; i < nt->count; i++)
+                natsMsg_Destroy(nt->fetched[i]);
+        nt->count = nt->next = 0;
+}
+
 /* Up to what the server lets this consumer hold, at most one batch. */
 static void fetch(struct nats_source *n, size_t t, int timeout_ms)
 {
@@ -126,18 +136,20 @@ static void fetch(struct nats_source *n, size_t t, int timeout_ms)
         const struct topic_conf *tc = &n->cfg->topics[t];
         long room = (long)nats_conf(n->cfg)->max_ack_pending - nt->held;
         int want = room < tc->batch_max_messages ? (int)room : tc->batch_max_messages;
-        jsErrCode jerr = 0;
         if (want <= 0) {
                 usleep((useconds_t)(timeout_ms > 0 ? timeout_ms : 1) * 1000);
                 return;
         }
-        natsMsgList_Destroy(&nt->list);
-        nt->next = 0;
+        drop_fetched(nt);
+        if (want > nt->cap) { /* the first fetch, or batch.max_messages reloaded larger */
+                nt->fetched = xrealloc(nt->fetched, (size_t)want * sizeof(*nt->fetched));
+                nt->cap = want;
+        }
         int64_t t0 = log_now_ms();
-        natsStatus s = natsSubscription_Fetch(&nt->list, nt->sub, want, timeout_ms > 0 ? timeout_ms : 1, &jerr);
+        natsStatus s = nats_pull_fetch(nt->pull, nt->fetched, want, timeout_ms > 0 ? timeout_ms : 1, &nt->count);
         if (s == NATS_OK || s == NATS_TIMEOUT)
                 return;
-        nats_link_error(s, jerr, n->last_error, sizeof(n->last_error));
+        nats_link_error(s, 0, n->last_error, sizeof(n->last_error));
         log_limited(&n->rl, 3, 10000, LOG_WARN, "nats", "fetching from consumer %s: %s", nt->consumer, n->last_error);
         /* Disconnected, it fails at once: do not spin. */
         int64_t left = timeout_ms - (log_now_ms() - t0);
@@ -149,9 +161,9 @@ static void fetch(struct nats_source *n, size_t t, int timeout_ms)
 static struct pl_msg *take(struct nats_source *n, size_t t)
 {
         struct ntopic *nt = &n->topics[t];
-        while (!nt->paused && nt->sub && nt->next < nt->list.Count) {
-                natsMsg *nm = nt->list.Msgs[nt->next];
-                nt->list.Msgs[nt->next++] = NULL; /* ours now */
+        while (!nt->paused && nt->pull && nt->next < nt->count) {
+                natsMsg *nm = nt->fetched[nt->next];
+                nt->fetched[nt->next++] = NULL; /* the runner's now */
                 struct pl_msg *m = msg_wrap(n->cfg, nm, t);
                 if (m) {
                         nt->held++;
@@ -166,17 +178,12 @@ static struct pl_msg *take(struct nats_source *n, size_t t)
 static int subscribe(struct nats_source *n, size_t t, char *err, size_t errsz)
 {
         struct ntopic *nt = &n->topics[t];
-        jsSubOptions so;
-        jsErrCode jerr = 0;
         char why[512];
-        jsSubOptions_Init(&so);
-        so.Stream = nats_conf(n->cfg)->stream;
-        so.Consumer = nt->consumer; /* bound: the library neither creates nor deletes it */
-        so.ManualAck = true;
-        natsStatus s = js_PullSubscribe(&nt->sub, n->link->js, n->cfg->topics[t].name, nt->consumer, NULL, &so, &jerr);
+        /* The consumer exists (position): pulled, never created or deleted here. */
+        natsStatus s = nats_pull_open(&nt->pull, n->link->nc, nats_conf(n->cfg)->stream, nt->consumer);
         if (s != NATS_OK) {
                 snprintf(err, errsz, "pull subscription to consumer %s: %s", nt->consumer,
-                         nats_link_error(s, jerr, why, sizeof(why)));
+                         nats_link_error(s, 0, why, sizeof(why)));
                 return -1;
         }
         return 0;
@@ -196,11 +203,9 @@ static int position(struct nats_source *n, size_t t, int64_t start, char *err, s
  * dropped (never acknowledged: delivered again). */
 static void unsubscribe(struct ntopic *nt)
 {
-        natsMsgList_Destroy(&nt->list);
-        nt->next = 0;
-        if (nt->sub)
-                natsSubscription_Destroy(nt->sub);
-        nt->sub = NULL;
+        drop_fetched(nt);
+        nats_pull_close(nt->pull);
+        nt->pull = NULL;
 }
 
 /* Every topic's consumer at the database's position, then pulled; one whose
@@ -266,7 +271,7 @@ static struct pl_msg *poll_one(struct source *src, int timeout_ms)
         }
         size_t active = 0;
         for (size_t t = 0; t < cnt; t++)
-                active += !n->topics[t].paused && n->topics[t].sub;
+                active += !n->topics[t].paused && n->topics[t].pull;
         if (!active) {
                 usleep((useconds_t)(timeout_ms > 0 ? timeout_ms : 1) * 1000);
                 return NULL;
@@ -275,7 +280,7 @@ static struct pl_msg *poll_one(struct source *src, int timeout_ms)
         int share = timeout_ms / (int)active;
         for (size_t i = 0; i < cnt; i++) {
                 size_t t = (n->turn + i) % cnt;
-                if (n->topics[t].paused || !n->topics[t].sub)
+                if (n->topics[t].paused || !n->topics[t].pull)
                         continue;
                 fetch(n, t, share);
                 struct pl_msg *m = take(n, t);
@@ -301,7 +306,7 @@ static void done(struct source *src, struct pl_msg *const *msgs, size_t n)
 {
         struct nats_source *s = of(src);
         for (size_t i = 0; i < n; i++) {
-                natsStatus st = natsMsg_Ack(msgs[i]->source, NULL);
+                natsStatus st = nats_pull_ack(s->link->nc, msgs[i]->source);
                 /* Lost, it is delivered again after ack_wait: absorbed. */
                 if (st != NATS_OK)
                         log_limited(&s->rl, 3, 10000, LOG_WARN, "nats", "ack of %s sequence %" PRId64 ": %s",
@@ -353,6 +358,7 @@ static void destroy(struct source *src)
         for (size_t t = 0; t < n->cfg->topic_cnt; t++) {
                 struct ntopic *nt = &n->topics[t];
                 unsubscribe(nt);
+                free(nt->fetched);
         }
         free(n->topics);
         log_ratelimit_flush(&n->rl);
