@@ -21,7 +21,7 @@ struct command {
         const char *options;  /* the long options it takes besides -c and -h, space-separated */
         int config;           /* it needs -c FILE */
         int words;            /* what may follow the options: 0 nothing, 1 exactly one, -1 its args step checks */
-        int (*args)(struct cmd_args *a);                        /* before the config is read; NULL: none */
+        int (*args)(struct cmd_args *a);                          /* before the config is read; NULL: none */
         int (*run)(struct config *cfg, const struct cmd_args *a); /* NULL: the tool's own (help) */
 };
 
@@ -38,8 +38,7 @@ static const struct command commands[] = {
          "--env-file FILE: first set the variables of FILE, a systemd EnvironmentFile= (the unit's\n"
          "/etc/dedupd/environment), read as systemd reads it, so ${VAR} in the config expands as under the unit.",
          "env-file print offline", 1, 0, NULL, cmd_check},
-        {"migrate", "-c FILE",
-         "apply the schema migrations and the handlers' setup (as the schema's owner)",
+        {"migrate", "-c FILE", "apply the schema migrations and the handlers' setup (as the schema's owner)",
          "Apply the schema migrations and run each handler's setup (its tables), as dedupd does at start when\n"
          "the schema is behind and its role may (run it as the schema's owner).",
          "", 1, 0, NULL, cmd_migrate},
@@ -51,12 +50,10 @@ static const struct command commands[] = {
          "transaction (as the owner).",
          "role table apply", 1, 0, cmd_grant_args, cmd_grant},
         {"inspect", "-c FILE KEY", "show a key's record (status, first response, origin, times)",
-         "Show a key's record: status, first response, origin, times.", "", 1, 1, NULL,
-         cmd_inspect},
+         "Show a key's record: status, first response, origin, times.", "", 1, 1, NULL, cmd_inspect},
         {"stats", "-c FILE", "keys by status and per-partition progress of the namespace",
          "Keys by status and per-partition progress of the namespace.", "", 1, 0, NULL, cmd_stats},
-        {"purge", "-c FILE [--batch N] [--dry-run]",
-         "purge expired responses, keys, progress and sent outbox rows now",
+        {"purge", "-c FILE [--batch N] [--dry-run]", "purge expired responses, keys, progress and sent outbox rows now",
          "Purge the namespace now, as dedupd does every purge.interval_ms: responses past response_ttl, then\n"
          "DONE/FAILED/EXPIRED keys past expires_at (never PENDING), then old progress_log rows, then outbox\n"
          "rows sent longer than outbox.keep ago, in batches of N (default purge.batch); --dry-run only counts.",
@@ -101,16 +98,36 @@ static const struct command commands[] = {
          "docs/configuration.md is (the settings that matter first, with the values each takes and whether\n"
          "SIGHUP reloads it); --man: the same as the body of dedupd.yaml(5).",
          "markdown man", 0, 0, NULL, help_config},
-        {"help", "[COMMAND]", "this text, or one command's with its options",
-         "This text, or one command's.", "", 0, -1, NULL, NULL},
+        {"help", "[COMMAND]", "this text, or one command's with its options", "This text, or one command's.", "", 0, -1,
+         NULL, NULL},
 };
 #define COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
 enum {
-        OPT_PARTITIONS = 256, OPT_TO_BEGINNING, OPT_TO_OFFSET, OPT_TO_TIME, OPT_FROM_OFFSET, OPT_FROM_TIME,
-        OPT_REPRODUCE, OPT_DRY_RUN, OPT_SINCE, OPT_EXPECT_CAUGHT_UP, OPT_BATCH, OPT_RATE, OPT_PRINT,
-        OPT_OFFLINE, OPT_ROLE, OPT_TABLE, OPT_APPLY, OPT_ALL, OPT_UNSENT, OPT_LIMIT, OPT_MARKDOWN, OPT_MAN,
-        OPT_WAIT, OPT_ENV_FILE,
+        OPT_PARTITIONS = 256,
+        OPT_TO_BEGINNING,
+        OPT_TO_OFFSET,
+        OPT_TO_TIME,
+        OPT_FROM_OFFSET,
+        OPT_FROM_TIME,
+        OPT_REPRODUCE,
+        OPT_DRY_RUN,
+        OPT_SINCE,
+        OPT_EXPECT_CAUGHT_UP,
+        OPT_BATCH,
+        OPT_RATE,
+        OPT_PRINT,
+        OPT_OFFLINE,
+        OPT_ROLE,
+        OPT_TABLE,
+        OPT_APPLY,
+        OPT_ALL,
+        OPT_UNSENT,
+        OPT_LIMIT,
+        OPT_MARKDOWN,
+        OPT_MAN,
+        OPT_WAIT,
+        OPT_ENV_FILE,
 };
 static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},

@@ -52,35 +52,34 @@ static void on_signal(int sig)
 
 static void usage(FILE *fp)
 {
-        fprintf(fp,
-                "Usage: dedupd -c FILE [options]\n"
-                "\n"
-                "Consume Kafka topics (or NATS JetStream subjects, source: nats, or RabbitMQ\n"
-                "queues, source: rabbitmq) and apply each message's effect exactly once per\n"
-                "business key: the key is claimed in the dedup table and the handler runs in the\n"
-                "same PostgreSQL transaction; Kafka offsets (or JetStream and RabbitMQ acks) are\n"
-                "committed only after COMMIT.\n"
-                "\n"
-                "Options:\n"
-                "  -c, --config FILE     YAML configuration (required)\n"
-                "  -l, --log-level LVL   error, warn, info or debug (overrides log_level)\n"
-                "      --log-format FMT  human or json: one JSON object a line (overrides log_format)\n"
-                "      --help-config     print every configuration key with its default\n"
-                "  -V, --version         print versions and exit\n"
-                "  -h, --help            this help\n"
-                "\n"
-                "Signals: SIGTERM/SIGINT finish or roll back the batch in flight, commit what is\n"
-                "committed, leave the group and exit 0 (within shutdown_timeout_ms; exit 3 when it\n"
-                "is exceeded). A second signal exits at once. SIGHUP reads the file again and\n"
-                "applies the settings marked [reloads on SIGHUP] in --help-config (log level,\n"
-                "batch limits, purge schedule) without leaving the group; a bad file changes nothing.\n"
-                "\n"
-                "Startup (reaching the broker and the database, joining the group) must end within\n"
-                "startup_timeout_ms, or dedupd exits 1 saying what it was waiting for.\n"
-                "\n"
-                "Exit codes: 0 clean stop, 1 runtime failure, 2 bad usage or configuration,\n"
-                "3 shutdown timeout, 4 a batch stalled past batch.timeout_ms (the watchdog ended it).\n"
-                "Check a configuration without running: dedupctl check -c FILE\n");
+        fprintf(fp, "Usage: dedupd -c FILE [options]\n"
+                    "\n"
+                    "Consume Kafka topics (or NATS JetStream subjects, source: nats, or RabbitMQ\n"
+                    "queues, source: rabbitmq) and apply each message's effect exactly once per\n"
+                    "business key: the key is claimed in the dedup table and the handler runs in the\n"
+                    "same PostgreSQL transaction; Kafka offsets (or JetStream and RabbitMQ acks) are\n"
+                    "committed only after COMMIT.\n"
+                    "\n"
+                    "Options:\n"
+                    "  -c, --config FILE     YAML configuration (required)\n"
+                    "  -l, --log-level LVL   error, warn, info or debug (overrides log_level)\n"
+                    "      --log-format FMT  human or json: one JSON object a line (overrides log_format)\n"
+                    "      --help-config     print every configuration key with its default\n"
+                    "  -V, --version         print versions and exit\n"
+                    "  -h, --help            this help\n"
+                    "\n"
+                    "Signals: SIGTERM/SIGINT finish or roll back the batch in flight, commit what is\n"
+                    "committed, leave the group and exit 0 (within shutdown_timeout_ms; exit 3 when it\n"
+                    "is exceeded). A second signal exits at once. SIGHUP reads the file again and\n"
+                    "applies the settings marked [reloads on SIGHUP] in --help-config (log level,\n"
+                    "batch limits, purge schedule) without leaving the group; a bad file changes nothing.\n"
+                    "\n"
+                    "Startup (reaching the broker and the database, joining the group) must end within\n"
+                    "startup_timeout_ms, or dedupd exits 1 saying what it was waiting for.\n"
+                    "\n"
+                    "Exit codes: 0 clean stop, 1 runtime failure, 2 bad usage or configuration,\n"
+                    "3 shutdown timeout, 4 a batch stalled past batch.timeout_ms (the watchdog ended it).\n"
+                    "Check a configuration without running: dedupctl check -c FILE\n");
 }
 
 /* What the daemon is made of, in the order it is built (freed in reverse). */
@@ -88,14 +87,14 @@ struct daemon {
         struct config *cfg;
         const struct broker *broker; /* the one the configuration names */
         struct broker_run *run;      /* its side of this daemon: connection, publisher */
-        int64_t deadline_ms; /* startup must be over by then (log_now_ms()); 0: no deadline */
+        int64_t deadline_ms;         /* startup must be over by then (log_now_ms()); 0: no deadline */
         struct store *store;
         struct pipeline *pl;
         struct watchdog *wd;
-        int idle_tx_ms;                 /* idle_in_transaction_session_timeout of every connection */
-        struct worker_conn *workers;    /* workers > 1: each worker's connection and watchdog */
-        struct sink sink;               /* what the pipeline and the relay publish through */
-        struct sink_lock sink_lock;     /* workers > 1: the sink, one call at a time */
+        int idle_tx_ms;              /* idle_in_transaction_session_timeout of every connection */
+        struct worker_conn *workers; /* workers > 1: each worker's connection and watchdog */
+        struct sink sink;            /* what the pipeline and the relay publish through */
+        struct sink_lock sink_lock;  /* workers > 1: the sink, one call at a time */
         struct runner *runner;
         struct source *src;
         struct http *http;
@@ -111,10 +110,13 @@ struct args {
 static int parse_args(int argc, char **argv, struct args *a)
 {
         static const struct option opts[] = {
-                {"config", required_argument, NULL, 'c'}, {"log-level", required_argument, NULL, 'l'},
+                {"config", required_argument, NULL, 'c'},
+                {"log-level", required_argument, NULL, 'l'},
                 {"log-format", required_argument, NULL, 'F'},
-                {"help-config", no_argument, NULL, 'H'},  {"version", no_argument, NULL, 'V'},
-                {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+                {"help-config", no_argument, NULL, 'H'},
+                {"version", no_argument, NULL, 'V'},
+                {"help", no_argument, NULL, 'h'},
+                {NULL, 0, NULL, 0},
         };
         int opt;
         while ((opt = getopt_long(argc, argv, "c:l:Vh", opts, NULL)) != -1) {
@@ -174,7 +176,8 @@ static int start_ops(struct daemon *d)
         }
         snprintf(abi, sizeof(abi), "%d", DEDUPD_HANDLER_ABI_MAJOR);
         metrics_init();
-        metrics_build_info(DEDUPD_VERSION, abi, d->broker->versions(client, sizeof(client)), version_libpq(pq, sizeof(pq)));
+        metrics_build_info(DEDUPD_VERSION, abi, d->broker->versions(client, sizeof(client)),
+                           version_libpq(pq, sizeof(pq)));
         health_init(stall_ms, cfg->topic_cnt, names);
         health_beat(log_now_ms());
         int64_t wd = notify_init();
@@ -190,7 +193,8 @@ static int start_ops(struct daemon *d)
         }
         log_info("dedupd", "serving /metrics, /healthz and /readyz on http://%s", http_address(d->http));
         if (!hostport_loopback(cfg->http_listen))
-                log_warn("dedupd", "http.listen %s is not a loopback address: %s", cfg->http_listen, HTTP_EXPOSED_WARNING);
+                log_warn("dedupd", "http.listen %s is not a loopback address: %s", cfg->http_listen,
+                         HTTP_EXPOSED_WARNING);
         return 0;
 }
 
@@ -234,7 +238,8 @@ static int check_broker(struct daemon *d)
         int rc = -1;
         for (;;) {
                 int64_t left = startup_left(d);
-                enum broker_probe p = d->broker->probe(d->run, left < INT32_MAX ? (int)left : INT32_MAX, err, sizeof(err));
+                enum broker_probe p =
+                        d->broker->probe(d->run, left < INT32_MAX ? (int)left : INT32_MAX, err, sizeof(err));
                 if (p != BROKER_WAIT) {
                         log_ratelimit_flush(&rl);
                         if (p == BROKER_REFUSED) /* a wrong CA or password: no wait mends it */
@@ -245,7 +250,8 @@ static int check_broker(struct daemon *d)
                         break;
                 }
                 health_beat(log_now_ms()); /* alive, waiting: not ready */
-                log_limited(&rl, 1, 10000, LOG_WARN, "dedupd", "waiting for %s: %s (retrying)", d->broker->awaited, err);
+                log_limited(&rl, 1, 10000, LOG_WARN, "dedupd", "waiting for %s: %s (retrying)", d->broker->awaited,
+                            err);
                 startup_pause(d, 1000);
                 if ((rc = startup_gives_up(d, &rl, d->broker->awaited, err)) >= 0)
                         break;
@@ -315,8 +321,10 @@ static int schema_ready(struct daemon *d)
                 return -1;
         }
         if (applied > known) {
-                log_error("dedupd", "schema dedupd is at version %d but this dedupd knows only %d: it was migrated by a "
-                          "newer dedupd", applied, known);
+                log_error("dedupd",
+                          "schema dedupd is at version %d but this dedupd knows only %d: it was migrated by a "
+                          "newer dedupd",
+                          applied, known);
                 return 1;
         }
         if (store_migrate(d->store, err, sizeof(err))) {
@@ -361,8 +369,9 @@ static int start_workers(struct daemon *d, char *err, size_t errsz)
                 struct worker_conn *w = &d->workers[i];
                 w->store = store_new(d->cfg->pg_conninfo, d->idle_tx_ms);
                 if (store_connect(w->store, why, sizeof(why)) != STORE_OK)
-                        log_warn("dedupd", "worker %zu: database unavailable: %s: %s (it retries before its first batch)",
-                                 i + 1, store_target(w->store), why);
+                        log_warn("dedupd",
+                                 "worker %zu: database unavailable: %s: %s (it retries before its first batch)", i + 1,
+                                 store_target(w->store), why);
                 if (!(w->wd = watchdog_start(err, errsz)))
                         return -1;
                 pipeline_add_lane(d->pl, w->store, w->wd);

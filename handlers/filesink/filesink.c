@@ -30,8 +30,8 @@ struct filesink {
         long delay_ms;
 };
 
-static int filesink_init(const struct dedupd_host *host, struct dedupd_init_ctx *ictx, void **state,
-                         char *errbuf, size_t errsz)
+static int filesink_init(const struct dedupd_host *host, struct dedupd_init_ctx *ictx, void **state, char *errbuf,
+                         size_t errsz)
 {
         const char *path = host->config_get(ictx, "path");
         const char *delay = host->config_get(ictx, "delay_ms");
@@ -52,8 +52,7 @@ static int filesink_init(const struct dedupd_host *host, struct dedupd_init_ctx 
         if (delay) {
                 f->delay_ms = strtol(delay, &end, 10);
                 if (!*delay || *end || f->delay_ms < 0) {
-                        snprintf(errbuf, errsz, "config: delay_ms '%s' is not a number of milliseconds",
-                                 delay);
+                        snprintf(errbuf, errsz, "config: delay_ms '%s' is not a number of milliseconds", delay);
                         free(f);
                         return -1;
                 }
@@ -162,8 +161,8 @@ static dedupd_result_t filesink_handle(void *state, struct dedupd_ctx *ctx, cons
         }
         if (seen) {
                 /* An earlier owner wrote it and died before dedupd recorded DONE. */
-                h->log(ctx, DEDUPD_LOG_INFO, "%s already has a line for key %s: not written again",
-                       f->path, msg->idem_key);
+                h->log(ctx, DEDUPD_LOG_INFO, "%s already has a line for key %s: not written again", f->path,
+                       msg->idem_key);
                 h->set_response(ctx, "already written", 15);
                 ret = DEDUPD_OK;
                 goto out;
@@ -181,8 +180,8 @@ static dedupd_result_t filesink_handle(void *state, struct dedupd_ctx *ctx, cons
         line[klen + 1 + plen] = '\n';
         /* fsync before OK: DONE must never be recorded for a line the disk may lose. */
         int whole = ends_with_newline(fd);
-        if (whole < 0 || (!whole && write_all(fd, "\n", 1) < 0) ||
-            write_all(fd, line, klen + plen + 2) < 0 || fsync(fd) < 0) {
+        if (whole < 0 || (!whole && write_all(fd, "\n", 1) < 0) || write_all(fd, line, klen + plen + 2) < 0 ||
+            fsync(fd) < 0) {
                 h->log(ctx, DEDUPD_LOG_WARN, "cannot write %s: %s", f->path, strerror(errno));
                 goto out;
         }
@@ -199,12 +198,8 @@ out:
 static void filesink_fini(void *state) { free(state); }
 
 static const struct dedupd_handler filesink = {
-        DEDUPD_HANDLER_MAGIC,
-        .name = "filesink",
-        .flags = DEDUPD_HANDLER_F_CLEAN_REJECT, /* it never rejects */
-        .init = filesink_init,
-        .handle = filesink_handle,
-        .fini = filesink_fini,
+        DEDUPD_HANDLER_MAGIC,  .name = "filesink",        .flags = DEDUPD_HANDLER_F_CLEAN_REJECT, /* it never rejects */
+        .init = filesink_init, .handle = filesink_handle, .fini = filesink_fini,
 };
 
 DEDUPD_HANDLER_EXPORT(filesink)

@@ -95,15 +95,16 @@ static int check_statement(struct sql *s, PGconn *conn, char *err, size_t errsz)
         if (bad)
                 return -1;
         if (fields == 0) {
-                snprintf(err, errsz, "the statement returns no rows, so dedupd cannot tell applied from rejected: "
-                                     "end it with RETURNING (a row when applied, none when rejected)");
+                snprintf(err, errsz,
+                         "the statement returns no rows, so dedupd cannot tell applied from rejected: "
+                         "end it with RETURNING (a row when applied, none when rejected)");
                 return -1;
         }
         return 0;
 }
 
-static int config_int(const struct dedupd_host *host, struct dedupd_init_ctx *ictx, const char *name, int dflt,
-                      int min, int max, int *out, char *err, size_t errsz)
+static int config_int(const struct dedupd_host *host, struct dedupd_init_ctx *ictx, const char *name, int dflt, int min,
+                      int max, int *out, char *err, size_t errsz)
 {
         const char *v = host->config_get(ictx, name);
         char *end;
@@ -124,16 +125,16 @@ static int declare_evidence(const struct dedupd_host *host, struct dedupd_init_c
         if (!table && !column)
                 return 0;
         if (!table || !*table) {
-                snprintf(err, errsz, "handler.config.evidence.table is required with evidence.key_column: the table "
-                                     "holding one row per applied message");
+                snprintf(err, errsz,
+                         "handler.config.evidence.table is required with evidence.key_column: the table "
+                         "holding one row per applied message");
                 return -1;
         }
         /* Refused: err left empty, the host's reason is init()'s message. */
         return host->set_evidence(ictx, table, column && *column ? column : NULL);
 }
 
-static int sql_init(const struct dedupd_host *host, struct dedupd_init_ctx *ictx, void **state, char *err,
-                    size_t errsz)
+static int sql_init(const struct dedupd_host *host, struct dedupd_init_ctx *ictx, void **state, char *err, size_t errsz)
 {
         DEDUPD_HOST_REQUIRE(host, set_evidence, err, errsz); /* and DEDUPD_HOST(ctx) in every call */
         struct sql *s = calloc(1, sizeof(*s));
@@ -211,8 +212,8 @@ static dedupd_result_t sql_handle(void *state, struct dedupd_ctx *ctx, const str
         char *values[SQL_STATEMENT_MAX_PARAMS];
         if (bind(s, ctx, msg, values))
                 return DEDUPD_REJECT;
-        PGresult *r = PQexecParams(conn, s->st->sql, (int)s->st->nparams, NULL, (const char *const *)values, NULL,
-                                   NULL, 0);
+        PGresult *r =
+                PQexecParams(conn, s->st->sql, (int)s->st->nparams, NULL, (const char *const *)values, NULL, NULL, 0);
         dedupd_result_t v = verdict(s, ctx, conn, r);
         PQclear(r);
         sql_values_free(values, s->st->nparams);
@@ -246,8 +247,7 @@ static size_t run_stretch(struct sql *s, PGconn *conn, struct dedupd_ctx *const 
         int sent[cnt];
         size_t failed = cnt;
         if (parse && !PQsendPrepare(conn, "", s->st->sql, (int)s->st->nparams, NULL)) {
-                DEDUPD_HOST(ctxs[0])->log(ctxs[0], DEDUPD_LOG_WARN, "sending the statement: %s",
-                                          PQerrorMessage(conn));
+                DEDUPD_HOST(ctxs[0])->log(ctxs[0], DEDUPD_LOG_WARN, "sending the statement: %s", PQerrorMessage(conn));
                 return 0;
         }
         for (size_t i = 0; i < cnt; i++) {
@@ -255,8 +255,8 @@ static size_t run_stretch(struct sql *s, PGconn *conn, struct dedupd_ctx *const 
                 results[i] = DEDUPD_REJECT;
                 if (bind(s, ctxs[i], msgs[i], values))
                         continue; /* rejected with its reason, and never sent */
-                sent[i] = PQsendQueryPrepared(conn, "", (int)s->st->nparams, (const char *const *)values, NULL, NULL,
-                                              0);
+                sent[i] =
+                        PQsendQueryPrepared(conn, "", (int)s->st->nparams, (const char *const *)values, NULL, NULL, 0);
                 sql_values_free(values, s->st->nparams);
                 if (!sent[i]) {
                         DEDUPD_HOST(ctxs[i])->log(ctxs[i], DEDUPD_LOG_WARN, "sending the statement: %s",

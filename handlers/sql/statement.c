@@ -18,7 +18,7 @@ enum param_kind { P_TEMPLATE, P_IDEM_KEY, P_TOPIC, P_PARTITION, P_OFFSET };
 
 struct sql_param {
         enum param_kind kind;
-        char *text;            /* as written, braces included */
+        char *text;           /* as written, braces included */
         struct keytmpl *tmpl; /* P_TEMPLATE */
 };
 
@@ -196,24 +196,19 @@ static char *own_value(const struct sql_param *p, const struct dedupd_msg *m)
 {
         char num[32];
         switch (p->kind) {
-        case P_IDEM_KEY:
-                return xstrdup(m->idem_key);
-        case P_TOPIC:
-                return xstrdup(m->topic);
-        case P_PARTITION:
-                snprintf(num, sizeof(num), "%" PRId32, m->partition);
-                return xstrdup(num);
+        case P_IDEM_KEY: return xstrdup(m->idem_key);
+        case P_TOPIC: return xstrdup(m->topic);
+        case P_PARTITION: snprintf(num, sizeof(num), "%" PRId32, m->partition); return xstrdup(num);
         case P_OFFSET:
-        default:
-                snprintf(num, sizeof(num), "%" PRId64, m->offset);
-                return xstrdup(num);
+        default: snprintf(num, sizeof(num), "%" PRId64, m->offset); return xstrdup(num);
         }
 }
 
 int sql_statement_bind(const struct sql_statement *st, const struct dedupd_msg *m, char **values, char *err,
                        size_t errsz)
 {
-        const struct record in = {m->topic, m->key, m->key_len, m->value, m->value_len, m->headers, m->header_cnt, NULL, 0, NULL};
+        const struct record in = {m->topic,   m->key,        m->key_len, m->value, m->value_len,
+                                  m->headers, m->header_cnt, NULL,       0,        NULL};
         json_t *root = NULL;
         size_t i = 0;
         for (size_t j = 0; j < st->nparams; j++)

@@ -188,8 +188,15 @@ out:
 dedupd_result_t transfer_handle_batch(void *state, struct dedupd_ctx *const *ctxs, const struct dedupd_msg *const *msgs,
                                       size_t cnt, dedupd_result_t *results)
 {
-        struct batch b = {DEDUPD_HOST(ctxs[0]), ctxs, msgs, cnt, results, calloc(cnt, sizeof(json_int_t)),
-                          calloc(cnt, sizeof(json_int_t)), calloc(cnt, sizeof(struct account)), 0};
+        struct batch b = {DEDUPD_HOST(ctxs[0]),
+                          ctxs,
+                          msgs,
+                          cnt,
+                          results,
+                          calloc(cnt, sizeof(json_int_t)),
+                          calloc(cnt, sizeof(json_int_t)),
+                          calloc(cnt, sizeof(struct account)),
+                          0};
         dedupd_result_t ret = DEDUPD_RETRY;
 
         (void)state;

@@ -28,8 +28,9 @@ dedupd_result_t transfer_handle(void *state, struct dedupd_ctx *ctx, const struc
                 return transfer_reject(ctx, TRANSFER_UNCOVERED);
 
         const char *p2[3] = {msg->idem_key, uid, amt};
-        if ((rc = host->exec(ctx, "INSERT INTO transfer_ledger (idem_key, user_id, amount) VALUES ($1, $2::bigint, $3::bigint)",
-                             3, p2, NULL)))
+        if ((rc = host->exec(
+                     ctx, "INSERT INTO transfer_ledger (idem_key, user_id, amount) VALUES ($1, $2::bigint, $3::bigint)",
+                     3, p2, NULL)))
                 return rc;
         transfer_debited(ctx, amount);
         return DEDUPD_OK;

@@ -43,8 +43,7 @@ static int seed(const struct dedupd_host *host, struct dedupd_init_ctx *ictx)
                             " ON CONFLICT (user_id) DO NOTHING",
                             2, params, &rows))
                 return -1; /* the host's reason (it names the SQLSTATE) is init()'s message */
-        host->init_log(ictx, DEDUPD_LOG_INFO, "seeded %d new account(s) with balance %s", host->rows(rows),
-                       params[1]);
+        host->init_log(ictx, DEDUPD_LOG_INFO, "seeded %d new account(s) with balance %s", host->rows(rows), params[1]);
         return 0;
 }
 

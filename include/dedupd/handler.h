@@ -76,8 +76,8 @@ typedef enum dedupd_result {
 /** Log levels for host->log. */
 enum dedupd_log_level {
         DEDUPD_LOG_ERROR = 3,
-        DEDUPD_LOG_WARN  = 4,
-        DEDUPD_LOG_INFO  = 6,
+        DEDUPD_LOG_WARN = 4,
+        DEDUPD_LOG_INFO = 6,
         DEDUPD_LOG_DEBUG = 7,
 };
 
@@ -103,7 +103,7 @@ struct dedupd_msg {
         const void *key;      /**< the message's key where its broker has one (a Kafka
                                *   record's); NULL when it has none (NATS, RabbitMQ) */
         size_t key_len;
-        const void *value;    /**< payload, may be NULL (tombstone) */
+        const void *value; /**< payload, may be NULL (tombstone) */
         size_t value_len;
         const struct dedupd_header *headers;
         size_t header_cnt;
@@ -202,9 +202,8 @@ struct dedupd_host {
          *  header names it cannot carry), nothing written. A
          *  handler using emit() must not set DEDUPD_HANDLER_F_CLEAN_REJECT
          *  unless it emits only when it returns DEDUPD_OK. */
-        int (*emit)(struct dedupd_ctx *ctx, const char *topic, const void *key, size_t key_len,
-                    const void *value, size_t value_len, const struct dedupd_header *headers,
-                    size_t header_cnt);
+        int (*emit)(struct dedupd_ctx *ctx, const char *topic, const void *key, size_t key_len, const void *value,
+                    size_t value_len, const struct dedupd_header *headers, size_t header_cnt);
 
         /* ---- appended in ABI 1.2: check host->size before use ---- */
 
@@ -263,19 +262,19 @@ static inline const struct dedupd_host *dedupd_host_of(const void *ctx)
 #define DEDUPD_HOST(ctx) dedupd_host_of(ctx)
 
 /** 1 when the host table has field `member` (older hosts have a smaller table). */
-#define DEDUPD_HOST_HAS(host, member)                                                          \
-        ((host)->size >= offsetof(struct dedupd_host, member) + sizeof((host)->member))
+#define DEDUPD_HOST_HAS(host, member) ((host)->size >= offsetof(struct dedupd_host, member) + sizeof((host)->member))
 
 /** In init(): fail with a message in errbuf unless the host has `member`
  *  (a dedupd older than the header the handler was built against). */
-#define DEDUPD_HOST_REQUIRE(host, member, errbuf, errsz)                                       \
-        do {                                                                                   \
-                if (!DEDUPD_HOST_HAS(host, member)) {                                          \
-                        snprintf(errbuf, errsz, "this dedupd's handler API lacks %s(): "       \
-                                 "upgrade dedupd to ABI %d.%d", #member,                       \
-                                 DEDUPD_HANDLER_ABI_MAJOR, DEDUPD_HANDLER_ABI_MINOR);          \
-                        return -1;                                                             \
-                }                                                                              \
+#define DEDUPD_HOST_REQUIRE(host, member, errbuf, errsz)                                                               \
+        do {                                                                                                           \
+                if (!DEDUPD_HOST_HAS(host, member)) {                                                                  \
+                        snprintf(errbuf, errsz,                                                                        \
+                                 "this dedupd's handler API lacks %s(): "                                              \
+                                 "upgrade dedupd to ABI %d.%d",                                                        \
+                                 #member, DEDUPD_HANDLER_ABI_MAJOR, DEDUPD_HANDLER_ABI_MINOR);                         \
+                        return -1;                                                                                     \
+                }                                                                                                      \
         } while (0)
 
 /** Descriptor flags. */
@@ -312,14 +311,13 @@ struct dedupd_handler {
          *  start); -1 with errbuf left empty right after a failed host call
          *  makes that call's reason the message. *state is passed back to
          *  every other callback. */
-        int (*init)(const struct dedupd_host *host, struct dedupd_init_ctx *ictx,
-                    void **state, char *errbuf, size_t errsz);
+        int (*init)(const struct dedupd_host *host, struct dedupd_init_ctx *ictx, void **state, char *errbuf,
+                    size_t errsz);
 
         /** Required unless handle_batch is given. Apply one message's effect
          *  inside the host's transaction (host->exec(ctx, ...), or the
          *  connection host->conn(ctx)); set the response; return the result. */
-        dedupd_result_t (*handle)(void *state, struct dedupd_ctx *ctx,
-                                  const struct dedupd_msg *msg);
+        dedupd_result_t (*handle)(void *state, struct dedupd_ctx *ctx, const struct dedupd_msg *msg);
 
         /** Optional, set-oriented alternative to handle(): all fresh
          *  messages of a batch at once, in partition-offset order. Fill
@@ -331,8 +329,7 @@ struct dedupd_handler {
          *  retry.max_attempts, so set the others to DEDUPD_OK and one bad
          *  message is dead-lettered alone instead of with its batch. */
         dedupd_result_t (*handle_batch)(void *state, struct dedupd_ctx *const *ctxs,
-                                        const struct dedupd_msg *const *msgs,
-                                        size_t cnt, dedupd_result_t *results);
+                                        const struct dedupd_msg *const *msgs, size_t cnt, dedupd_result_t *results);
 
         /** Optional. Called once at shutdown. */
         void (*fini)(void *state);
@@ -367,20 +364,15 @@ struct dedupd_handler {
 
 /** 1 when descriptor d has field `member` (a handler built against an older
  *  header has a smaller descriptor): the host's side of appended fields. */
-#define DEDUPD_HANDLER_HAS(d, member)                                                          \
-        ((d)->size >= offsetof(struct dedupd_handler, member) + sizeof((d)->member))
+#define DEDUPD_HANDLER_HAS(d, member) ((d)->size >= offsetof(struct dedupd_handler, member) + sizeof((d)->member))
 
 /** The exported function's type. */
 typedef const struct dedupd_handler *(*dedupd_handler_fn)(void);
 
 /** Export a descriptor (see DEDUPD_HANDLER_MAGIC). */
-#define DEDUPD_HANDLER_EXPORT(desc)                                            \
-        __attribute__((visibility("default"))) const struct dedupd_handler *  \
-        dedupd_handler_descriptor(void);                                       \
-        const struct dedupd_handler *dedupd_handler_descriptor(void)           \
-        {                                                                      \
-                return &(desc);                                                \
-        }
+#define DEDUPD_HANDLER_EXPORT(desc)                                                                                    \
+        __attribute__((visibility("default"))) const struct dedupd_handler *dedupd_handler_descriptor(void);           \
+        const struct dedupd_handler *dedupd_handler_descriptor(void) { return &(desc); }
 
 #ifdef __cplusplus
 }

@@ -34,8 +34,7 @@ static const char *clip(const char *v, char buf[CLIP_SZ])
 
 /* ---- errors ------------------------------------------------------------------ */
 
-void config_errors_add(struct config_errors *errs, const char *file, int line, int col,
-                       const char *fmt, ...)
+void config_errors_add(struct config_errors *errs, const char *file, int line, int col, const char *fmt, ...)
 {
         char msg[1024];
         va_list ap;
@@ -63,7 +62,6 @@ void config_errors_clear(struct config_errors *errs)
         errs->cnt = 0;
 }
 
-
 /* ---- the walk ----------------------------------------------------------------- */
 
 struct walk {
@@ -71,10 +69,10 @@ struct walk {
         yaml_document_t *doc;
         struct config_errors *errs;
         struct config *cfg;
-        char **refused;            /* paths written whose value was refused: not "missing" too */
+        char **refused; /* paths written whose value was refused: not "missing" too */
         size_t refused_cnt;
-        size_t tree_budget;        /* values left for handler config subtrees */
-        int tree_err;              /* reported a too deep/large subtree already */
+        size_t tree_budget; /* values left for handler config subtrees */
+        int tree_err;       /* reported a too deep/large subtree already */
 };
 
 #define TREE_MAX_DEPTH 64
@@ -88,8 +86,7 @@ struct walk {
 
 static const yaml_node_t *node(struct walk *w, int idx) { return yaml_document_get_node(w->doc, idx); }
 
-static void werr(struct walk *w, const yaml_node_t *n, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
+static void werr(struct walk *w, const yaml_node_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void werr(struct walk *w, const yaml_node_t *n, const char *fmt, ...)
 {
         char msg[900];
@@ -100,10 +97,7 @@ static void werr(struct walk *w, const yaml_node_t *n, const char *fmt, ...)
         config_errors_add(w->errs, w->file, n ? NODE_LINE(n) : 1, n ? NODE_COL(n) : 1, "%s", msg);
 }
 
-static const char *scalar(const yaml_node_t *n)
-{
-        return (const char *)n->data.scalar.value;
-}
+static const char *scalar(const yaml_node_t *n) { return (const char *)n->data.scalar.value; }
 
 /* A YAML null: a plain scalar that is empty ("key:" with nothing after it), ~ or null, or one
  * tagged !!null. libyaml resolves no tags, so every such value would otherwise read as a string. */
@@ -120,10 +114,7 @@ static int is_null(const yaml_node_t *n)
         return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") || !strcmp(v, "NULL");
 }
 
-int config_field_empty_ok(const struct field *f)
-{
-        return f->empty_ok || (f->def && !*f->def);
-}
+int config_field_empty_ok(const struct field *f) { return f->empty_ok || (f->def && !*f->def); }
 
 static const char *node_kind(const yaml_node_t *n)
 {
@@ -175,8 +166,9 @@ static json_t *tree_to_json(struct walk *w, const yaml_node_t *n, const char *pa
         /* Aliases can make a tree recursive (&a [*a]) or explode in size. */
         if (depth > TREE_MAX_DEPTH || w->tree_budget == 0) {
                 if (!w->tree_err)
-                        werr(w, n, "'%s' is nested deeper than %d levels or holds more than %d values "
-                                   "(a recursive YAML alias?)",
+                        werr(w, n,
+                             "'%s' is nested deeper than %d levels or holds more than %d values "
+                             "(a recursive YAML alias?)",
                              path, TREE_MAX_DEPTH, TREE_MAX_VALUES);
                 w->tree_err = 1;
                 return json_null();
@@ -197,8 +189,7 @@ static json_t *tree_to_json(struct walk *w, const yaml_node_t *n, const char *pa
                 return j;
         }
         j = json_object();
-        for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
-             p < n->data.mapping.pairs.top && !w->tree_err; p++) {
+        for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top && !w->tree_err; p++) {
                 const yaml_node_t *k = node(w, p->key);
                 if (k->type != YAML_SCALAR_NODE) {
                         werr(w, k, "'%s': keys must be scalars", path);
@@ -285,8 +276,7 @@ static void no_value(struct walk *w, const struct field *f, const yaml_node_t *v
 
 /* "" where a string is required, or where it means nothing; the raw text tells a ${VAR} that
  * came out empty from an empty value written as such. */
-static int empty_refused(struct walk *w, const struct field *f, const yaml_node_t *v, const char *s,
-                         const char *path)
+static int empty_refused(struct walk *w, const struct field *f, const yaml_node_t *v, const char *s, const char *path)
 {
         char d[128];
         if (*s || config_field_empty_ok(f))
@@ -358,7 +348,8 @@ static void read_enum(struct walk *w, const struct field *f, const yaml_node_t *
 {
         char *s = scalar_value(w, v, path), c[CLIP_SZ], list[256];
         if (s && enum_value(f->names, s, (int *)slot))
-                werr(w, v, "'%s': '%s' is not one of %s", path, clip(s, c), config_enum_list(f->names, list, sizeof(list)));
+                werr(w, v, "'%s': '%s' is not one of %s", path, clip(s, c),
+                     config_enum_list(f->names, list, sizeof(list)));
         free(s);
 }
 
@@ -438,8 +429,7 @@ static void require(struct walk *w, const yaml_node_t *map, const struct field *
 }
 
 /* A mapping against its rows: every key known, once, every required one there. */
-static void walk_map(struct walk *w, const yaml_node_t *map, const struct field *fields, void *base,
-                     const char *prefix)
+static void walk_map(struct walk *w, const yaml_node_t *map, const struct field *fields, void *base, const char *prefix)
 {
         size_t nf = 0;
         char path[256];
@@ -452,8 +442,10 @@ static void walk_map(struct walk *w, const yaml_node_t *map, const struct field 
                 int len = *prefix ? (int)strlen(prefix) - 1 : 9;
                 const char *name = *prefix ? prefix : "top level";
                 if (is_null(map))
-                        werr(w, map, "'%.*s' has no value (nothing or null after it): its settings go under it, "
-                                     "as a mapping", len, name);
+                        werr(w, map,
+                             "'%.*s' has no value (nothing or null after it): its settings go under it, "
+                             "as a mapping",
+                             len, name);
                 else
                         werr(w, map, "'%.*s' must be a mapping, not %s", len, name, node_kind(map));
                 return;
@@ -639,8 +631,7 @@ static int yaml_bounded(const char *name, const char *buf, size_t len, struct co
                 else if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT)
                         depth--;
                 if (depth > CONFIG_MAX_DEPTH || ++events > CONFIG_MAX_NODES) {
-                        config_errors_add(errs, name, (int)ev.start_mark.line + 1,
-                                          (int)ev.start_mark.column + 1,
+                        config_errors_add(errs, name, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
                                           depth > CONFIG_MAX_DEPTH
                                                   ? "nested deeper than %d levels: a configuration "
                                                     "never needs that many (refused before parsing further)"
@@ -657,7 +648,6 @@ static int yaml_bounded(const char *name, const char *buf, size_t len, struct co
         yaml_parser_delete(&p);
         return rc;
 }
-
 
 /* Where a top-level key is (its value), or the document's start. */
 static int key_position(struct walk *w, const yaml_node_t *root, const char *key, int *line, int *col)
@@ -690,8 +680,11 @@ static void check_document(struct walk *w, const yaml_node_t *root)
 {
         struct config *cfg = w->cfg;
         int given[CONFIG_BROKERS_MAX] = {0}, line[CONFIG_BROKERS_MAX], col[CONFIG_BROKERS_MAX];
-        struct config_checks c = {.file = w->file, .errs = w->errs, .cfg = cfg,
-                                  .refused = (const char *const *)w->refused, .refused_cnt = w->refused_cnt};
+        struct config_checks c = {.file = w->file,
+                                  .errs = w->errs,
+                                  .cfg = cfg,
+                                  .refused = (const char *const *)w->refused,
+                                  .refused_cnt = w->refused_cnt};
         key_position(w, root, "source", &c.source_line, &c.source_col);
         broker_keys(w, root, given, line, col);
         cfg->broker = config_broker_at((size_t)cfg->source);
@@ -840,7 +833,6 @@ const char *config_tree_get(const json_t *tree, const char *path)
         return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-
 /* ---- defaults, free and dump: driven by the same rows ---------------------------- */
 
 static void fields_defaults(const struct field *fields, void *base);
@@ -854,10 +846,7 @@ static void settings_new(struct config *cfg)
 }
 
 /* A broker's F_OWN row: its own row, on its own settings. */
-static void *own_base(const struct config *cfg, const struct field *f)
-{
-        return cfg->broker_settings[f->off];
-}
+static void *own_base(const struct config *cfg, const struct field *f) { return cfg->broker_settings[f->off]; }
 
 static void fields_defaults_in(const struct config *cfg, const struct field *fields, void *base)
 {
@@ -877,9 +866,7 @@ static void fields_defaults(const struct field *fields, void *base)
                         continue;
                 switch (f->type) {
                 case F_INT: *(int *)slot = atoi(f->def); break;
-                case F_STR:
-                        *(char **)slot = xstrdup(f->def);
-                        break;
+                case F_STR: *(char **)slot = xstrdup(f->def); break;
                 case F_DURATION: *(int64_t *)slot = config_parse_duration(f->def); break;
                 case F_BOOL: *(int *)slot = !strcmp(f->def, "true"); break;
                 case F_ENUM: enum_value(f->names, f->def, (int *)slot); break;
@@ -938,10 +925,7 @@ void config_free(struct config *cfg)
 
 /* A value as config_dump shows it: a secret row, or one that holds a
  * secret read from a file (a handler's password in its config), is not. */
-static const char *shown(int secret, const char *v)
-{
-        return secret || redact_contains(v) ? "(set, not shown)" : v;
-}
+static const char *shown(int secret, const char *v) { return secret || redact_contains(v) ? "(set, not shown)" : v; }
 
 static void dump_fields(FILE *fp, const struct config *cfg, const struct field *fields, const void *base,
                         const char *prefix);
@@ -1015,10 +999,7 @@ void config_dump(const struct config *cfg, FILE *fp)
         }
 }
 
-void *config_broker_settings(const struct config *cfg)
-{
-        return cfg->broker_settings[cfg->source];
-}
+void *config_broker_settings(const struct config *cfg) { return cfg->broker_settings[cfg->source]; }
 
 void *config_settings_of(const struct config *cfg, const struct config_broker *b)
 {
@@ -1028,7 +1009,4 @@ void *config_settings_of(const struct config *cfg, const struct config_broker *b
         return NULL;
 }
 
-const char *config_source_name(const struct config *cfg)
-{
-        return cfg->broker ? cfg->broker->name : "?";
-}
+const char *config_source_name(const struct config *cfg) { return cfg->broker ? cfg->broker->name : "?"; }

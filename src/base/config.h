@@ -56,13 +56,13 @@ struct topic_conf {
 
         /* handler: */
         char *handler_path;
-        json_t *handler_config; /* the `config:` subtree, scalars as strings */
+        json_t *handler_config;  /* the `config:` subtree, scalars as strings */
         int handler_per_message; /* handle() even when there is handle_batch */
 
         /* batch: */
         int batch_max_messages;
         int batch_max_wait_ms;
-        int batch_adaptive; /* a partial batch runs when the source has nothing more queued */
+        int batch_adaptive;   /* a partial batch runs when the source has nothing more queued */
         int batch_timeout_ms; /* watchdog: a batch running longer is aborted */
 
         /* retry: */
@@ -90,9 +90,9 @@ struct topic_conf {
         enum mismatch_policy on_mismatch;
 
         /* reply: a duplicate's stored first response goes back to the reply topic */
-        char *reply_header;       /* "" disables replies */
+        char *reply_header; /* "" disables replies */
         char *correlation_header;
-        json_t *reply_allow;      /* list of destinations ("name", "prefix*"); NULL: any but dedupd's own */
+        json_t *reply_allow; /* list of destinations ("name", "prefix*"); NULL: any but dedupd's own */
 
         /* retention: */
         char *retention_name;
@@ -106,13 +106,13 @@ struct config_broker;
 
 struct config {
         char *path;
-        int source; /* the consumed broker's place in the broker table (source: NAME) */
-        const struct config_broker *broker; /* that broker (base/config_impl.h) */
+        int source;                                /* the consumed broker's place in the broker table (source: NAME) */
+        const struct config_broker *broker;        /* that broker (base/config_impl.h) */
         void *broker_settings[CONFIG_BROKERS_MAX]; /* each broker's own settings, read through its rows */
         char *namespace;
         char *pg_conninfo;
-        int log_level; /* LOG_ERROR .. LOG_DEBUG (base/log.h) */
-        int log_format; /* enum log_format (base/log.h) */
+        int log_level;          /* LOG_ERROR .. LOG_DEBUG (base/log.h) */
+        int log_format;         /* enum log_format (base/log.h) */
         int startup_timeout_ms; /* 0: wait for ever */
         int workers;            /* partition workers: threads, each its own database connection */
         int shutdown_timeout_ms;
@@ -132,11 +132,11 @@ struct config {
         /* outbox: */
         int outbox_interval_ms;
         int outbox_batch;
-        int outbox_max_failures;          /* failed publishes before a row is given up */
-        int outbox_retry_backoff_ms;      /* wait after a row's first failure; doubles */
+        int outbox_max_failures;     /* failed publishes before a row is given up */
+        int outbox_retry_backoff_ms; /* wait after a row's first failure; doubles */
         int outbox_retry_backoff_max_ms;
-        int outbox_publish_timeout_ms;    /* longest the relay waits for the broker's answer */
-        int64_t outbox_keep_ms;           /* sent rows are purged this long after; 0: never */
+        int outbox_publish_timeout_ms; /* longest the relay waits for the broker's answer */
+        int64_t outbox_keep_ms;        /* sent rows are purged this long after; 0: never */
         /* limits: what one message, one batch and the outbox may hold (docs/configuring.md, Limits) */
         int limit_payload_bytes;  /* the topics' max_payload_bytes unless they set it */
         int limit_key_bytes;      /* a key's text; longer: dead letter */
@@ -145,8 +145,8 @@ struct config {
         int limit_batch_bytes;    /* payload bytes in one batch: it closes early */
         int limit_outbox_backlog; /* unsent outbox rows at which consumption pauses; 0: none */
         /* http: */
-        char *http_listen;           /* "" : no endpoints */
-        int http_max_connections;    /* served at once */
+        char *http_listen;        /* "" : no endpoints */
+        int http_max_connections; /* served at once */
         int http_max_connections_per_ip;
         int http_idle_timeout_s;     /* a connection silent this long is closed */
         int http_gauges_interval_ms; /* gauges read from the database */
@@ -164,8 +164,8 @@ struct config_errors {
         long *pos; /* line * 100000 + column of each, for ordering */
 };
 
-void config_errors_add(struct config_errors *errs, const char *file, int line, int col,
-                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void config_errors_add(struct config_errors *errs, const char *file, int line, int col, const char *fmt, ...)
+        __attribute__((format(printf, 5, 6)));
 void config_errors_clear(struct config_errors *errs);
 
 /**
@@ -173,12 +173,10 @@ void config_errors_clear(struct config_errors *errs);
  * problem found in errs (unknown keys, wrong types, missing required
  * values, unset ${VARS}, bad key templates, bad kafka properties).
  */
-struct config *config_load(const char *path, struct config_errors *errs)
-        __attribute__((warn_unused_result));
+struct config *config_load(const char *path, struct config_errors *errs) __attribute__((warn_unused_result));
 
 /** Same, from a string (for tests); name is used in messages. */
-struct config *config_load_string(const char *name, const char *yaml,
-                                  struct config_errors *errs)
+struct config *config_load_string(const char *name, const char *yaml, struct config_errors *errs)
         __attribute__((warn_unused_result));
 
 void config_free(struct config *cfg);

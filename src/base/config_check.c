@@ -19,22 +19,21 @@ void config_check_classes(struct config_checks *w)
                                 config_errors_add(w->errs, w->file, c->line, c->col,
                                                   "retention class '%s' is defined twice", c->name);
                 if (c->keep_ms > 0 && c->keep_ms <= need)
-                        config_errors_add(
-                                w->errs, w->file, c->line, c->col,
-                                "retention class '%s': keep %s must exceed max_retry + clock_skew + "
-                                "replay_window = %s + %s + %s = %s; it is short by %s (a late retry "
-                                "after its key was purged would run again)",
-                                c->name, config_format_duration(c->keep_ms, a, sizeof(a)),
-                                config_format_duration(c->max_retry_ms, b, sizeof(b)),
-                                config_format_duration(c->clock_skew_ms, d, sizeof(d)),
-                                config_format_duration(c->replay_window_ms, e, sizeof(e)),
-                                config_format_duration(need, f, sizeof(f)),
-                                need > c->keep_ms ? config_format_duration(need - c->keep_ms, g, sizeof(g))
-                                                  : "nothing, but it must be longer");
+                        config_errors_add(w->errs, w->file, c->line, c->col,
+                                          "retention class '%s': keep %s must exceed max_retry + clock_skew + "
+                                          "replay_window = %s + %s + %s = %s; it is short by %s (a late retry "
+                                          "after its key was purged would run again)",
+                                          c->name, config_format_duration(c->keep_ms, a, sizeof(a)),
+                                          config_format_duration(c->max_retry_ms, b, sizeof(b)),
+                                          config_format_duration(c->clock_skew_ms, d, sizeof(d)),
+                                          config_format_duration(c->replay_window_ms, e, sizeof(e)),
+                                          config_format_duration(need, f, sizeof(f)),
+                                          need > c->keep_ms ? config_format_duration(need - c->keep_ms, g, sizeof(g))
+                                                            : "nothing, but it must be longer");
                 if (c->response_ttl_ms > c->keep_ms)
                         config_errors_add(w->errs, w->file, c->line, c->col,
-                                          "retention class '%s': response_ttl %s is longer than keep %s",
-                                          c->name, config_format_duration(c->response_ttl_ms, a, sizeof(a)),
+                                          "retention class '%s': response_ttl %s is longer than keep %s", c->name,
+                                          config_format_duration(c->response_ttl_ms, a, sizeof(a)),
                                           config_format_duration(c->keep_ms, b, sizeof(b)));
         }
 }
@@ -51,7 +50,8 @@ static void check_reply_allow(struct config_checks *w, const struct topic_conf *
                                   "topic '%s': reply.allow must be a list of destinations", t->name);
                 return;
         }
-        json_array_foreach(t->reply_allow, k, v) {
+        json_array_foreach(t->reply_allow, k, v)
+        {
                 if (json_is_null(v))
                         continue; /* its ${...} failed: reported where it is */
                 if (!json_is_string(v) || !*json_string_value(v))
@@ -87,7 +87,8 @@ static void check_fingerprint_fields(struct config_checks *w, const struct topic
                                   "topic '%s': fingerprint.fields must be a non-empty list of JSON paths", t->name);
                 return;
         }
-        json_array_foreach(t->fingerprint_fields, k, v) {
+        json_array_foreach(t->fingerprint_fields, k, v)
+        {
                 if (json_is_null(v))
                         continue; /* its ${...} failed: reported where it is */
                 /* The path as fingerprinting reads it, not wrapped in a
@@ -137,8 +138,8 @@ void config_finish_topics(struct config_checks *w)
                         continue;
                 for (size_t j = 0; j < i; j++)
                         if (cfg->topics[j].name && !strcmp(cfg->topics[j].name, t->name))
-                                config_errors_add(w->errs, w->file, t->line, t->col,
-                                                  "topic '%s' is configured twice", t->name);
+                                config_errors_add(w->errs, w->file, t->line, t->col, "topic '%s' is configured twice",
+                                                  t->name);
                 finish_dlq(w, t);
                 check_reply_allow(w, t);
                 t->payload_bytes_own = t->max_payload_bytes > 0;
@@ -152,10 +153,10 @@ void config_finish_topics(struct config_checks *w)
                 if (cfg->workers > 1 && t->mode == MODE_EXTERNAL)
                         config_errors_add(w->errs, w->file, t->line, t->col,
                                           "topic '%s': external mode runs on one connection: workers must be 1 "
-                                          "(it is %d)", t->name, cfg->workers);
+                                          "(it is %d)",
+                                          t->name, cfg->workers);
         }
 }
-
 
 /* A broker's own key, though another broker is consumed: it would be silently ignored. */
 void config_check_source(struct config_checks *w, const int *given, const int *line, const int *col)

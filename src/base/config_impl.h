@@ -32,20 +32,20 @@ struct enum_name {
 struct field {
         const char *name;
         enum ftype type;
-        size_t off;                     /* where the value lives in its struct */
-        const char *def;                /* the default, as text; NULL: none */
+        size_t off;      /* where the value lives in its struct */
+        const char *def; /* the default, as text; NULL: none */
         int required;
-        long min, max;                  /* F_INT bounds; F_DURATION's least value */
-        const struct field *sub;        /* F_SECTION, F_TOPICS, F_CLASSES: the rows inside */
-        const struct enum_name *names;  /* F_ENUM: NULL-terminated */
+        long min, max;                                        /* F_INT bounds; F_DURATION's least value */
+        const struct field *sub;                              /* F_SECTION, F_TOPICS, F_CLASSES: the rows inside */
+        const struct enum_name *names;                        /* F_ENUM: NULL-terminated */
         int (*check)(const char *v, char *err, size_t errsz); /* F_STR: more than a type */
-        int empty_ok;                   /* F_STR: "" is a value with a meaning (the desc says which);
+        int empty_ok;                        /* F_STR: "" is a value with a meaning (the desc says which);
                                          * implied by a default of "". Otherwise "" is refused. */
-        int secret;                     /* never printed (config_dump) */
+        int secret;                          /* never printed (config_dump) */
         int (*secret_key)(const char *name); /* F_KV: 1 when that entry's value is a secret */
         const char *const *keys_required;    /* F_KV: entries that may not be null (NULL-terminated) */
-        int reload;                     /* SIGHUP applies a new value without a restart */
-        int importance;                 /* 1: set it or know why not; 3: rarely touched; 0: between
+        int reload;                          /* SIGHUP applies a new value without a restart */
+        int importance;                      /* 1: set it or know why not; 3: rarely touched; 0: between
                                          * (the reference lists the ones that matter first) */
         const char *desc;
 };
@@ -70,7 +70,7 @@ struct config_checks {
         const char *file;
         struct config_errors *errs;
         struct config *cfg;
-        const char *const *refused;  /* paths written whose value was refused, reported where it is */
+        const char *const *refused; /* paths written whose value was refused, reported where it is */
         size_t refused_cnt;
         int source_line, source_col; /* `source:` (or the document's start) */
         int given;                   /* the consumed broker's own key is there */
@@ -80,12 +80,12 @@ struct config_checks {
 /** What the configuration knows of a broker: its rows and its checks. A
  *  broker's folder defines it (its `config` in struct broker, source/broker.h). */
 struct config_broker {
-        const char *name;          /* source: NAME, and the key of its own settings */
-        const char *title;         /* in messages: "Kafka", "NATS JetStream", "RabbitMQ" */
-        const struct field *rows;  /* its top-level rows, offsets into its settings */
+        const char *name;         /* source: NAME, and the key of its own settings */
+        const char *title;        /* in messages: "Kafka", "NATS JetStream", "RabbitMQ" */
+        const struct field *rows; /* its top-level rows, offsets into its settings */
         size_t settings_size;
-        int amqp_properties;       /* a key may read {amqp:NAME} */
-        int test_only;             /* registered in test builds only: not listed in the reference */
+        int amqp_properties; /* a key may read {amqp:NAME} */
+        int test_only;       /* registered in test builds only: not listed in the reference */
         /** The checks across keys when it is the one consumed (settings: its own). */
         void (*check)(struct config_checks *c, void *settings);
 };

@@ -18,8 +18,7 @@ struct diff {
         const struct diff_pair *configs;
 };
 
-static void note(char *buf, size_t sz, size_t *len, const char *fmt, const char *path, const char *from,
-                 const char *to)
+static void note(char *buf, size_t sz, size_t *len, const char *fmt, const char *path, const char *from, const char *to)
 {
         if (*len >= sz)
                 return;
@@ -78,7 +77,8 @@ static void compare(const struct field *f, char *live, const char *next, const c
                 return;
         }
         memcpy(live + f->off, next + f->off, slot_size(f));
-        note(d->applied, d->asz, &d->alen, "%s%s %s -> %s", path, f->secret ? "(secret)" : a, f->secret ? "(secret)" : b);
+        note(d->applied, d->asz, &d->alen, "%s%s %s -> %s", path, f->secret ? "(secret)" : a,
+             f->secret ? "(secret)" : b);
 }
 
 static int same_kvs(const struct config_kvs *a, const struct config_kvs *b)

@@ -9,7 +9,10 @@
 
 int64_t config_parse_duration(const char *s)
 {
-        static const struct { const char *unit; int64_t ms; } units[] = {
+        static const struct {
+                const char *unit;
+                int64_t ms;
+        } units[] = {
                 {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}, {"w", 604800000},
         };
         char *end;
@@ -32,7 +35,10 @@ int64_t config_parse_duration(const char *s)
 
 const char *config_format_duration(int64_t ms, char *buf, size_t bufsz)
 {
-        static const struct { const char *unit; int64_t ms; } units[] = {
+        static const struct {
+                const char *unit;
+                int64_t ms;
+        } units[] = {
                 {"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000}, {"ms", 1},
         };
         size_t off = 0;
@@ -44,8 +50,8 @@ const char *config_format_duration(int64_t ms, char *buf, size_t bufsz)
         for (size_t i = 0; i < sizeof(units) / sizeof(*units) && ms > 0; i++) {
                 if (ms < units[i].ms)
                         continue;
-                off += (size_t)snprintf(buf + off, bufsz > off ? bufsz - off : 0, "%s%lld%s",
-                                        off ? " " : "", (long long)(ms / units[i].ms), units[i].unit);
+                off += (size_t)snprintf(buf + off, bufsz > off ? bufsz - off : 0, "%s%lld%s", off ? " " : "",
+                                        (long long)(ms / units[i].ms), units[i].unit);
                 ms %= units[i].ms;
         }
         return buf;

@@ -133,10 +133,8 @@ static enum state step(struct parse *p, enum state s, char c)
                 if (c != '\n')
                         value_put(p, c, 1);
                 return DQUOTE;
-        case COMMENT:
-                return c == '\\' ? COMMENT_ESCAPE : c == '\n' ? PRE_KEY : COMMENT;
-        case COMMENT_ESCAPE:
-                return COMMENT;
+        case COMMENT: return c == '\\' ? COMMENT_ESCAPE : c == '\n' ? PRE_KEY : COMMENT;
+        case COMMENT_ESCAPE: return COMMENT;
         }
         return s;
 }

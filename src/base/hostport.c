@@ -59,7 +59,6 @@ int hostport_loopback(const char *s)
         if (inet_pton(AF_INET, host, &a4) == 1)
                 return (ntohl(a4.s_addr) >> 24) == 127;
         if (inet_pton(AF_INET6, host, &a6) == 1)
-                return IN6_IS_ADDR_LOOPBACK(&a6) ||
-                       (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+                return IN6_IS_ADDR_LOOPBACK(&a6) || (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
         return 0;
 }

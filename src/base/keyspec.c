@@ -57,8 +57,7 @@ static void tmpl_free(struct tmpl *t)
         t->cnt = 0;
 }
 
-static void seterr(char *err, size_t errsz, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
+static void seterr(char *err, size_t errsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void seterr(char *err, size_t errsz, const char *fmt, ...)
 {
         va_list ap;
@@ -215,8 +214,7 @@ static int tmpl_compile(struct tmpl *t, const char *s, char *err, size_t errsz)
 {
         size_t len = strlen(s);
         if (len > KEYSPEC_MAX_TEMPLATE_LEN) {
-                seterr(err, errsz, "key template is %zu bytes; at most %d are allowed", len,
-                       KEYSPEC_MAX_TEMPLATE_LEN);
+                seterr(err, errsz, "key template is %zu bytes; at most %d are allowed", len, KEYSPEC_MAX_TEMPLATE_LEN);
                 return -1;
         }
         while (*s) {
@@ -269,8 +267,7 @@ void keyspec_free(struct keyspec *ks)
         free(ks);
 }
 
-struct keyspec *keyspec_compile(const char *subject, const char *action, const char *request,
-                                char *err, size_t errsz)
+struct keyspec *keyspec_compile(const char *subject, const char *action, const char *request, char *err, size_t errsz)
 {
         const char *src[3] = {subject, action, request};
         struct keyspec *ks = xcalloc(1, sizeof(*ks));
@@ -321,7 +318,6 @@ static int buf_add(struct strbuf *b, const void *data, size_t n)
         return 0;
 }
 
-
 /* Values from the message are percent-encoded for '/' and '%', so the '/'
  * between subject, action and request can never be forged by a value:
  * subject "a/PAY/b" + request "c" and subject "a" + request "b/PAY/c"
@@ -341,8 +337,7 @@ static int buf_add_value(struct strbuf *b, const char *s, size_t n, int raw)
         return buf_add(b, s + start, n - start);
 }
 
-static int append_json(const struct part *p, json_t *root, struct strbuf *b, int raw, char *err,
-                       size_t errsz)
+static int append_json(const struct part *p, json_t *root, struct strbuf *b, int raw, char *err, size_t errsz)
 {
         json_t *v = root;
         char num[64];
@@ -351,15 +346,14 @@ static int append_json(const struct part *p, json_t *root, struct strbuf *b, int
                 const struct path_step *st = &p->steps[i];
                 if (st->member) {
                         if (!json_is_object(v)) {
-                                seterr(err, errsz, "json field '%s': '%s' is not inside an object",
-                                       p->text, st->member);
+                                seterr(err, errsz, "json field '%s': '%s' is not inside an object", p->text,
+                                       st->member);
                                 return -1;
                         }
                         v = json_object_get(v, st->member);
                 } else {
                         if (!json_is_array(v)) {
-                                seterr(err, errsz, "json field '%s': [%zu] applied to a non-array",
-                                       p->text, st->index);
+                                seterr(err, errsz, "json field '%s': [%zu] applied to a non-array", p->text, st->index);
                                 return -1;
                         }
                         v = json_array_get(v, st->index);
@@ -392,21 +386,15 @@ static int append_json(const struct part *p, json_t *root, struct strbuf *b, int
                        "key); send it as a string or as an integer",
                        p->text);
                 return -1;
-        case JSON_TRUE:
-                return buf_add(b, "true", 4);
-        case JSON_FALSE:
-                return buf_add(b, "false", 5);
-        case JSON_NULL:
-                seterr(err, errsz, "json field '%s' is null", p->text);
-                return -1;
-        default:
-                seterr(err, errsz, "json field '%s' is an object or array, not a scalar", p->text);
-                return -1;
+        case JSON_TRUE: return buf_add(b, "true", 4);
+        case JSON_FALSE: return buf_add(b, "false", 5);
+        case JSON_NULL: seterr(err, errsz, "json field '%s' is null", p->text); return -1;
+        default: seterr(err, errsz, "json field '%s' is an object or array, not a scalar", p->text); return -1;
         }
 }
 
-static int append_bytes(const char *what, const void *data, size_t len, struct strbuf *b, int raw,
-                        char *err, size_t errsz)
+static int append_bytes(const char *what, const void *data, size_t len, struct strbuf *b, int raw, char *err,
+                        size_t errsz)
 {
         if (!data || (len == 0 && !raw)) {
                 seterr(err, errsz, "%s is missing or empty", what);
@@ -427,15 +415,9 @@ static int tmpl_render(const struct tmpl *t, const struct record *in, json_t *ro
                 char what[300];
                 int rc = 0;
                 switch (p->kind) {
-                case PART_LITERAL:
-                        rc = buf_add(b, p->text, strlen(p->text));
-                        break;
-                case PART_JSON:
-                        rc = append_json(p, root, b, raw, err, errsz);
-                        break;
-                case PART_KEY:
-                        rc = append_bytes("Kafka message key", in->key, in->key_len, b, raw, err, errsz);
-                        break;
+                case PART_LITERAL: rc = buf_add(b, p->text, strlen(p->text)); break;
+                case PART_JSON: rc = append_json(p, root, b, raw, err, errsz); break;
+                case PART_KEY: rc = append_bytes("Kafka message key", in->key, in->key_len, b, raw, err, errsz); break;
                 case PART_AMQP: {
                         const struct dedupd_header *h = NULL;
                         for (size_t k = 0; k < in->prop_cnt; k++)
@@ -501,8 +483,8 @@ void keyspec_store_form(const char *text, size_t len, char *out, size_t outsz)
         }
 }
 
-int keyspec_derive_text(const struct keyspec *ks, const struct record *in, size_t max_text, char *out,
-                        size_t outsz, char **text, char *err, size_t errsz)
+int keyspec_derive_text(const struct keyspec *ks, const struct record *in, size_t max_text, char *out, size_t outsz,
+                        char **text, char *err, size_t errsz)
 {
         json_t *root = NULL;
         struct strbuf b = {0};
@@ -549,8 +531,7 @@ out:
         return rc;
 }
 
-int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out, size_t outsz, char *err,
-                   size_t errsz)
+int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out, size_t outsz, char *err, size_t errsz)
 {
         return keyspec_derive_text(ks, in, SIZE_MAX, out, outsz, NULL, err, errsz);
 }
@@ -614,7 +595,8 @@ void keyspec_fingerprint(const json_t *paths, const void *value, size_t len, cha
         if (!root) {
                 EVP_DigestUpdate(sha, value ? value : "", len);
         } else {
-                json_array_foreach(paths, i, p) {
+                json_array_foreach(paths, i, p)
+                {
                         struct part part = {0};
                         char err[128];
                         json_t *v = root;
@@ -623,7 +605,8 @@ void keyspec_fingerprint(const json_t *paths, const void *value, size_t len, cha
                         if (json_is_string(p) && !path_parse(json_string_value(p), &part, err, sizeof(err))) {
                                 for (size_t k = 0; k < part.step_cnt && v; k++)
                                         v = part.steps[k].member
-                                                    ? (json_is_object(v) ? json_object_get(v, part.steps[k].member) : NULL)
+                                                    ? (json_is_object(v) ? json_object_get(v, part.steps[k].member)
+                                                                         : NULL)
                                                     : json_array_get(v, part.steps[k].index);
                         } else {
                                 v = NULL;

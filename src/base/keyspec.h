@@ -22,7 +22,6 @@
 
 struct keyspec;
 
-
 /**
  * Validate one template ("{json:order_id}", "PAY", "{header:request-id}",
  * "user-{key}"). Returns 0, or -1 with a message.
@@ -33,8 +32,7 @@ int keyspec_template_check(const char *tmpl, char *err, size_t errsz);
 int keyspec_path_check(const char *path, char *err, size_t errsz);
 
 /** Compile subject, action and (optional, may be NULL) request. */
-struct keyspec *keyspec_compile(const char *subject, const char *action, const char *request,
-                                char *err, size_t errsz);
+struct keyspec *keyspec_compile(const char *subject, const char *action, const char *request, char *err, size_t errsz);
 void keyspec_free(struct keyspec *ks);
 
 /** 1 when any part reads the JSON payload. */
@@ -49,8 +47,7 @@ int keyspec_reads_amqp(const struct keyspec *ks);
  * KEYSPEC_MAX_KEY_LEN + 1). Returns 0, or -1 with the reason in err
  * (payload not JSON, field missing or empty, header missing, invalid UTF-8).
  */
-int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out,
-                   size_t outsz, char *err, size_t errsz);
+int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out, size_t outsz, char *err, size_t errsz);
 
 /**
  * keyspec_derive, and more: a key whose text is longer than max_text is
@@ -58,8 +55,8 @@ int keyspec_derive(const struct keyspec *ks, const struct record *in, char *out,
  * stored hashed, *text (when text is not NULL) is its full text (free() it),
  * else NULL.
  */
-int keyspec_derive_text(const struct keyspec *ks, const struct record *in, size_t max_text, char *out,
-                        size_t outsz, char **text, char *err, size_t errsz);
+int keyspec_derive_text(const struct keyspec *ks, const struct record *in, size_t max_text, char *out, size_t outsz,
+                        char **text, char *err, size_t errsz);
 
 /** The form a key's text is stored in (out: at least KEYSPEC_MAX_KEY_LEN + 1):
  *  itself, or sha256:<hex> when longer than KEYSPEC_MAX_KEY_LEN or spelled

@@ -9,10 +9,10 @@
 #include "base/log.h"
 /* One {...} source of a template, as written. */
 struct source {
-        char kind;         /* 'j' json, 'h' header, 'k' {key}, 'a' {amqp:...}, 'o' anything else */
-        char text[160];    /* what is inside the braces, for messages */
-        char name[96];     /* json: last member; header: its name; other: the word */
-        char parent[96];   /* json: the member before the last one, or "" */
+        char kind;       /* 'j' json, 'h' header, 'k' {key}, 'a' {amqp:...}, 'o' anything else */
+        char text[160];  /* what is inside the braces, for messages */
+        char name[96];   /* json: last member; header: its name; other: the word */
+        char parent[96]; /* json: the member before the last one, or "" */
 };
 
 #define MAX_SOURCES 16
@@ -22,8 +22,7 @@ struct findings {
         size_t max, cnt;
 };
 
-static void add(struct findings *f, enum lint_severity sev, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
+static void add(struct findings *f, enum lint_severity sev, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void add(struct findings *f, enum lint_severity sev, const char *fmt, ...)
 {
         va_list ap;
@@ -131,8 +130,7 @@ static int in_list(const char *w, const char *const *list)
  * orderDate); created/updated, or *_at / *At, as the last word. */
 static int looks_like_time(const char *name)
 {
-        static const char *const anywhere[] = {"time", "timestamp", "ts", "date", "datetime",
-                                               "epoch", NULL};
+        static const char *const anywhere[] = {"time", "timestamp", "ts", "date", "datetime", "epoch", NULL};
         static const char *const last[] = {"created", "updated", "modified", NULL};
         char w[8][32];
         size_t n = words(name, w, 8);
@@ -146,9 +144,8 @@ static int looks_like_time(const char *name)
  * user.id (an id inside a user object); a header's x- prefix is ignored. */
 static int looks_like_user(const struct source *s)
 {
-        static const char *const people[] = {"user", "customer", "cust", "account", "acct", "member",
-                                             "client", "buyer", "payer", "owner", "person", "player",
-                                             "subscriber", NULL};
+        static const char *const people[] = {"user",  "customer", "cust",  "account", "acct",   "member",     "client",
+                                             "buyer", "payer",    "owner", "person",  "player", "subscriber", NULL};
         static const char *const ids[] = {"id", "no", "number", "name", NULL};
         char w[8][32];
         size_t n = words(s->name, w, 8);
@@ -170,7 +167,9 @@ static int looks_like_user(const struct source *s)
 /* Why a refused source deduplicates nothing. */
 static const char *refused_why(const char *name)
 {
-        static const struct { const char *name, *why; } refused[] = {
+        static const struct {
+                const char *name, *why;
+        } refused[] = {
                 {"offset", "is assigned by Kafka to each write: a producer's retry or a replay is a new "
                            "record at a new offset"},
                 {"partition", "says where a record landed, not which operation it is"},
@@ -215,8 +214,7 @@ static void lint_part(struct findings *f, const char *part, const struct source 
                             part, src[i].text);
 }
 
-int lint_key(const char *subject, const char *action, const char *request,
-             struct lint_finding *out, size_t max)
+int lint_key(const char *subject, const char *action, const char *request, struct lint_finding *out, size_t max)
 {
         struct findings f = {out, max, 0};
         struct source s[MAX_SOURCES], a[MAX_SOURCES], r[MAX_SOURCES];
@@ -275,8 +273,7 @@ int lint_config(const struct config *cfg, lint_report_cb *report, void *opaque)
                                 report(opaque, t, &f[k]);
                         else
                                 LOG(f[k].severity == LINT_ERROR ? LOG_ERROR : LOG_WARN, "lint",
-                                    "%s:%d:%d: topic '%s': %s", cfg->path, t->line, t->col, t->name,
-                                    f[k].message);
+                                    "%s:%d:%d: topic '%s': %s", cfg->path, t->line, t->col, t->name, f[k].message);
                 }
         }
         return errors;

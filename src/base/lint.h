@@ -21,12 +21,10 @@ struct lint_finding {
  * key that reads nothing from the message. Stores up to max findings in out
  * and returns how many it stored.
  */
-int lint_key(const char *subject, const char *action, const char *request,
-             struct lint_finding *out, size_t max);
+int lint_key(const char *subject, const char *action, const char *request, struct lint_finding *out, size_t max);
 
 /** Called once per finding of lint_config(). */
-typedef void(lint_report_cb)(void *opaque, const struct topic_conf *t,
-                             const struct lint_finding *f);
+typedef void(lint_report_cb)(void *opaque, const struct topic_conf *t, const struct lint_finding *f);
 
 /** Lint every topic's key: each finding to report (NULL: logged, at WARN or
  *  ERROR, as file:line:column). Returns the number of errors. */

@@ -22,9 +22,12 @@ void log_set_level(int level) { log_level_current = level; }
 
 int log_level_parse(const char *s)
 {
-        static const struct { const char *name; int level; } levels[] = {
-                {"error", LOG_ERROR}, {"warn", LOG_WARN}, {"warning", LOG_WARN},
-                {"info", LOG_INFO}, {"debug", LOG_DEBUG},
+        static const struct {
+                const char *name;
+                int level;
+        } levels[] = {
+                {"error", LOG_ERROR}, {"warn", LOG_WARN},   {"warning", LOG_WARN},
+                {"info", LOG_INFO},   {"debug", LOG_DEBUG},
         };
         for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
                 if (!strcasecmp(s, levels[i].name))
@@ -141,9 +144,9 @@ static void report_suppressed(struct log_ratelimit *rl, int64_t now)
 {
         if (!rl->suppressed)
                 return;
-        char *msg = xasprintf("(%d similar message%s suppressed over %.1f s; the last: %s)", rl->suppressed,
-                              rl->suppressed == 1 ? "" : "s", (double)(now - rl->window_start_ms) / 1000.0,
-                              rl->last_msg);
+        char *msg =
+                xasprintf("(%d similar message%s suppressed over %.1f s; the last: %s)", rl->suppressed,
+                          rl->suppressed == 1 ? "" : "s", (double)(now - rl->window_start_ms) / 1000.0, rl->last_msg);
         emit(rl->last_level, rl->last_ctx, msg);
         free(msg);
         rl->suppressed = 0;
@@ -156,8 +159,7 @@ static void forget_last(struct log_ratelimit *rl)
         rl->last_ctx = rl->last_msg = NULL;
 }
 
-void log_limited(struct log_ratelimit *rl, int burst, int interval_ms, int level, const char *ctx,
-                 const char *fmt, ...)
+void log_limited(struct log_ratelimit *rl, int burst, int interval_ms, int level, const char *ctx, const char *fmt, ...)
 {
         int64_t now = log_now_ms();
         va_list ap;

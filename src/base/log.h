@@ -29,20 +29,18 @@ int log_format_parse(const char *s);
 /** Where lines go (default 2, stderr); for tests. */
 void log_set_fd(int fd);
 
-void log_write(int level, const char *ctx, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-void log_vwrite(int level, const char *ctx, const char *fmt, va_list ap)
-        __attribute__((format(printf, 3, 0)));
+void log_write(int level, const char *ctx, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void log_vwrite(int level, const char *ctx, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
 
 /** Checks the level before formatting anything (Redis' serverLog idea). */
-#define LOG(level, ctx, ...)                                                   \
-        do {                                                                   \
-                if ((level) <= log_level_current)                              \
-                        log_write((level), (ctx), __VA_ARGS__);                \
+#define LOG(level, ctx, ...)                                                                                           \
+        do {                                                                                                           \
+                if ((level) <= log_level_current)                                                                      \
+                        log_write((level), (ctx), __VA_ARGS__);                                                        \
         } while (0)
 #define log_error(ctx, ...) LOG(LOG_ERROR, ctx, __VA_ARGS__)
-#define log_warn(ctx, ...)  LOG(LOG_WARN, ctx, __VA_ARGS__)
-#define log_info(ctx, ...)  LOG(LOG_INFO, ctx, __VA_ARGS__)
+#define log_warn(ctx, ...) LOG(LOG_WARN, ctx, __VA_ARGS__)
+#define log_info(ctx, ...) LOG(LOG_INFO, ctx, __VA_ARGS__)
 #define log_debug(ctx, ...) LOG(LOG_DEBUG, ctx, __VA_ARGS__)
 
 /** One line as it is written, from its parts. */
@@ -73,8 +71,8 @@ struct log_ratelimit {
  *  The lines held back are counted; the next line that goes out is preceded
  *  by one naming how many were held back, over how long, and the last of
  *  them in full. */
-void log_limited(struct log_ratelimit *rl, int burst, int interval_ms, int level, const char *ctx,
-                 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+void log_limited(struct log_ratelimit *rl, int burst, int interval_ms, int level, const char *ctx, const char *fmt, ...)
+        __attribute__((format(printf, 6, 7)));
 /** Report what rl still holds back, then free it (rl can be used again). */
 void log_ratelimit_flush(struct log_ratelimit *rl);
 

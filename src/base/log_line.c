@@ -30,7 +30,6 @@ static void format_ts(int64_t ts_ms, char *buf, size_t sz)
         snprintf(buf + off, sz - off, ".%03dZ", (int)(ts_ms % 1000));
 }
 
-
 /* A JSON string must be UTF-8; a message may quote bytes that are not (a
  * payload, a key): each such byte becomes U+FFFD rather than losing the line. */
 static json_t *json_text(const char *s)
@@ -80,8 +79,8 @@ char *log_line_format(enum log_format format, const struct log_record *rec, size
         format_ts(rec->ts_ms, ts, sizeof(ts));
         if (format == LOG_FORMAT_JSON)
                 return json_line(rec, ts, len);
-        char *line = xasprintf("%s %d %-5s %s%s%s%s\n", ts, rec->pid, level_name(rec->level, 0),
-                               rec->ctx ? "[" : "", rec->ctx ? rec->ctx : "", rec->ctx ? "] " : "", rec->msg);
+        char *line = xasprintf("%s %d %-5s %s%s%s%s\n", ts, rec->pid, level_name(rec->level, 0), rec->ctx ? "[" : "",
+                               rec->ctx ? rec->ctx : "", rec->ctx ? "] " : "", rec->msg);
         *len = strlen(line);
         return line;
 }

@@ -14,19 +14,14 @@
 
 /* One field of the hash input, ended by a NUL: no field holds one, so no two
  * different inputs are hashed as the same bytes. */
-static void field(EVP_MD_CTX *sha, const char *s)
-{
-        EVP_DigestUpdate(sha, s, strlen(s) + 1);
-}
+static void field(EVP_MD_CTX *sha, const char *s) { EVP_DigestUpdate(sha, s, strlen(s) + 1); }
 
 /* The place as fields: "reply"; "emit", n; "reply", topic, partition, offset. */
 static void place_fields(EVP_MD_CTX *sha, const struct msgid_place *p)
 {
         char a[24], b[24];
         switch (p->slot) {
-        case MSGID_REPLY:
-                field(sha, "reply");
-                break;
+        case MSGID_REPLY: field(sha, "reply"); break;
         case MSGID_EMIT:
                 snprintf(a, sizeof(a), "%d", p->ordinal);
                 field(sha, "emit");

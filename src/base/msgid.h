@@ -21,8 +21,8 @@ enum msgid_slot {
 /** Where an outbox row sits among the outputs of its key. */
 struct msgid_place {
         enum msgid_slot slot;
-        int ordinal;           /* MSGID_EMIT */
-        const char *topic;     /* MSGID_DUPLICATE_REPLY: the delivery answered */
+        int ordinal;       /* MSGID_EMIT */
+        const char *topic; /* MSGID_DUPLICATE_REPLY: the delivery answered */
         int32_t partition;
         int64_t offset;
 };

@@ -15,9 +15,6 @@ struct strbuf {
 void strbuf_add(struct strbuf *b, const void *data, size_t n);
 
 /** Append a NUL-terminated string. */
-static inline void strbuf_adds(struct strbuf *b, const char *s)
-{
-        strbuf_add(b, s, strlen(s));
-}
+static inline void strbuf_adds(struct strbuf *b, const char *s) { strbuf_add(b, s, strlen(s)); }
 
 #endif

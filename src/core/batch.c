@@ -144,19 +144,17 @@ enum handler_verdict batch_verdict(dedupd_result_t r, int aborted, int savepoint
 }
 
 /* Find or add the progress entry of a partition (p has room for one more). */
-static struct store_progress *progress_of(struct store_progress *p, size_t *np, const char *topic,
-                                          int32_t partition)
+static struct store_progress *progress_of(struct store_progress *p, size_t *np, const char *topic, int32_t partition)
 {
         for (size_t i = 0; i < *np; i++)
                 if (p[i].partition == partition)
                         return &p[i];
-        p[*np] = (struct store_progress){.topic = topic, .partition = partition, .next_offset = -1,
-                                         .from_offset = INT64_MAX, .own_next = -1};
+        p[*np] = (struct store_progress){
+                .topic = topic, .partition = partition, .next_offset = -1, .from_offset = INT64_MAX, .own_next = -1};
         return &p[(*np)++];
 }
 
-void progress_count(struct store_progress *p, size_t *np, const struct pl_msg *m, enum item_state state,
-                    int mismatch)
+void progress_count(struct store_progress *p, size_t *np, const struct pl_msg *m, enum item_state state, int mismatch)
 {
         struct store_progress *q = progress_of(p, np, m->topic, m->partition);
         if (m->offset + 1 > q->next_offset)

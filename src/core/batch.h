@@ -32,7 +32,7 @@ struct first_outcome {
 };
 
 struct batch_item {
-        struct pl_entry *e;          /* the message, and the protocol's state of it (kept across attempts) */
+        struct pl_entry *e; /* the message, and the protocol's state of it (kept across attempts) */
         enum item_state state;
         size_t first;                /* the item of this key's first occurrence in the batch (itself if first) */
         int mismatch;                /* a duplicate whose payload differs from the first one's */
@@ -107,7 +107,6 @@ enum handler_verdict batch_verdict(dedupd_result_t r, int aborted, int savepoint
 void batch_count(struct batch *b);
 
 /** The same for one message, into p[0..*np) (room for one more). */
-void progress_count(struct store_progress *p, size_t *np, const struct pl_msg *m, enum item_state state,
-                    int mismatch);
+void progress_count(struct store_progress *p, size_t *np, const struct pl_msg *m, enum item_state state, int mismatch);
 
 #endif

@@ -26,7 +26,6 @@
 
 #define IN_DOUBT_REASON "in doubt: EXPIRED key, effect may or may not have happened; reconcile"
 
-
 /* One daemon, one consumer loop: process-wide state is enough. */
 static struct {
         int reaped_once;
@@ -51,7 +50,6 @@ static enum pl_rc key_fail(const struct pl_topic *pt, struct pl_entry *e, enum s
         return db_fail(rc);
 }
 
-
 /* Run the handler on a key this process owns, then finish it. */
 /* The handler, on dedupd's connection in autocommit: for reads and its own
  * bookkeeping, committed statement by statement. */
@@ -60,7 +58,7 @@ static dedupd_result_t ext_call(struct pl_topic *pt, struct pl_entry *e, struct 
         struct handler *h = pt->handler;
         const struct dedupd_handler *d = h->desc;
         const struct pl_msg *m = e->msg;
-        struct dedupd_msg dm = {m->topic, m->partition, m->offset,  m->timestamp_ms, m->key,     m->key_len,
+        struct dedupd_msg dm = {m->topic, m->partition, m->offset,  m->timestamp_ms, m->key,        m->key_len,
                                 m->value, m->value_len, m->headers, m->header_cnt,   e->st.idem_key};
         const struct dedupd_msg *mp = &dm;
         dedupd_result_t one = DEDUPD_RETRY, r;
@@ -122,8 +120,10 @@ static enum pl_rc ext_retry(struct pl_topic *pt, struct pl_entry *e, const char 
 {
         char rerr[256];
         enum store_rc rc;
-        step_attempt(&e->st, "%s", in_txn ? "handler left a transaction open" : r != DEDUPD_RETRY ? "handler returned an unknown result"
-                                                                          : "handler returned RETRY");
+        step_attempt(&e->st, "%s",
+                     in_txn              ? "handler left a transaction open"
+                     : r != DEDUPD_RETRY ? "handler returned an unknown result"
+                                         : "handler returned RETRY");
         if (in_txn)
                 snprintf(err, errsz,
                          "handler left a transaction open on the autocommit connection for key %s; rolled back, "
@@ -154,11 +154,12 @@ static void reset_session(struct pl_topic *pt, const struct pl_entry *e)
 }
 
 /* Run the handler on a key this process owns, then finish it. */
-static enum pl_rc ext_run(struct pl_topic *pt, struct pl_entry *e, const char *mctx, int attempt,
-                          enum item_state *out, char *err, size_t errsz)
+static enum pl_rc ext_run(struct pl_topic *pt, struct pl_entry *e, const char *mctx, int attempt, enum item_state *out,
+                          char *err, size_t errsz)
 {
         struct store *s = pt->store;
-        struct dedupd_ctx ctx = {.head = {&host_api, s, NULL}, .idem_key = e->st.idem_key, .log_prefix = pt->handler->log_prefix};
+        struct dedupd_ctx ctx = {
+                .head = {&host_api, s, NULL}, .idem_key = e->st.idem_key, .log_prefix = pt->handler->log_prefix};
         enum pl_rc ret;
 
         fault_point("after_claim");
@@ -194,8 +195,9 @@ static enum pl_rc ext_dead_letter_expired(struct pl_topic *pt, struct pl_entry *
         if (step_dead_letter(pt, one, 1, err, errsz))
                 return PL_DLQ_FAILED; /* dlq_reason stays: the retry dead-letters it first */
         ext.stats.expired_dead_lettered++;
-        log_warn(mctx, "offset %lld: key %s is EXPIRED (in doubt): dead-lettered to %s for "
-                       "reconciliation (on_expired: dead-letter)",
+        log_warn(mctx,
+                 "offset %lld: key %s is EXPIRED (in doubt): dead-lettered to %s for "
+                 "reconciliation (on_expired: dead-letter)",
                  (long long)e->msg->offset, e->st.idem_key, pt->t->dlq_topic);
         *out = ITEM_DEAD_LETTER;
         return PL_OK;
@@ -228,17 +230,16 @@ static enum pl_rc ext_expired(struct pl_topic *pt, struct pl_entry *e, const cha
         int attempts;
         enum store_rc rc;
         switch (pt->t->on_expired) {
-        case EXPIRED_DEAD_LETTER:
-                return ext_dead_letter_expired(pt, e, mctx, out, err, errsz);
+        case EXPIRED_DEAD_LETTER: return ext_dead_letter_expired(pt, e, mctx, out, err, errsz);
         case EXPIRED_SKIP:
                 ext.stats.expired_skipped++;
-                log_warn(mctx, "offset %lld: key %s is EXPIRED (in doubt): acknowledged without running the "
-                               "handler (on_expired: skip)",
+                log_warn(mctx,
+                         "offset %lld: key %s is EXPIRED (in doubt): acknowledged without running the "
+                         "handler (on_expired: skip)",
                          (long long)e->msg->offset, e->st.idem_key);
                 *out = ITEM_SKIPPED;
                 return PL_OK;
-        case EXPIRED_REEXECUTE:
-                break;
+        case EXPIRED_REEXECUTE: break;
         }
         if ((rc = store_ext_take_over(pt->store, pt->cfg->namespace, e->st.idem_key, external_owner(), pt->t->lease_ms,
                                       1, &attempts, err, errsz)))
@@ -280,20 +281,22 @@ static enum pl_rc ext_pending(struct pl_topic *pt, struct pl_entry *e, const str
         ext.stats.taken_over++;
         metrics_takeover(pt->t->name);
         if (strcmp(row->owner, me))
-                log_warn(mctx, "offset %lld: key %s: the lease of %s ran out at %s; taken over by compare-and-set "
-                               "(attempt %d)",
-                         (long long)e->msg->offset, e->st.idem_key, row->owner[0] ? row->owner : "(none)", row->lease_until,
-                         attempts);
+                log_warn(mctx,
+                         "offset %lld: key %s: the lease of %s ran out at %s; taken over by compare-and-set "
+                         "(attempt %d)",
+                         (long long)e->msg->offset, e->st.idem_key, row->owner[0] ? row->owner : "(none)",
+                         row->lease_until, attempts);
         else
-                log_info(mctx, "offset %lld: key %s: this process takes its own released or interrupted lease back "
-                               "(attempt %d)",
+                log_info(mctx,
+                         "offset %lld: key %s: this process takes its own released or interrupted lease back "
+                         "(attempt %d)",
                          (long long)e->msg->offset, e->st.idem_key, attempts);
         return ext_run(pt, e, mctx, attempts, out, err, errsz);
 }
 
 /* Claim the key; *claimed 1: it is ours now; else *row is what holds it. */
-static enum pl_rc ext_claim(struct pl_topic *pt, struct pl_entry *e, int *claimed, struct store_ext_row *row,
-                            char *err, size_t errsz)
+static enum pl_rc ext_claim(struct pl_topic *pt, struct pl_entry *e, int *claimed, struct store_ext_row *row, char *err,
+                            size_t errsz)
 {
         const struct topic_conf *t = pt->t;
         const char *ns = pt->cfg->namespace;
@@ -304,9 +307,9 @@ static enum pl_rc ext_claim(struct pl_topic *pt, struct pl_entry *e, int *claime
 
         /* Twice at most: a row purged between the claim and the read is claimed again. */
         for (int tries = 0; tries < 2 && !found; tries++) {
-                if ((rc = store_ext_claim(pt->store, ns, e->st.idem_key, e->st.key_text, e->msg->topic, e->msg->partition,
-                                          e->msg->offset, e->st.fingerprint, external_owner(), t->lease_ms, keep, ttl,
-                                          claimed, err, errsz)))
+                if ((rc = store_ext_claim(pt->store, ns, e->st.idem_key, e->st.key_text, e->msg->topic,
+                                          e->msg->partition, e->msg->offset, e->st.fingerprint, external_owner(),
+                                          t->lease_ms, keep, ttl, claimed, err, errsz)))
                         return key_fail(pt, e, rc);
                 if (*claimed)
                         return PL_OK;
@@ -490,10 +493,9 @@ void external_reap_tick(const struct config *cfg, struct store *s, int64_t now_m
                         continue;
                 sample[0] = '\0';
                 for (int round = 0; round < REAP_MAX_ROUNDS; round++) {
-                        if (store_ext_reap(s, cfg->namespace, t->name, t->expire_grace_ms, REAP_BATCH,
-                                           &got, sample, sizeof(sample), err, sizeof(err))) {
-                                log_limited(&ext.rl_reap, 1, 60000, LOG_WARN, "reaper", "topic %s: %s", t->name,
-                                            err);
+                        if (store_ext_reap(s, cfg->namespace, t->name, t->expire_grace_ms, REAP_BATCH, &got, sample,
+                                           sizeof(sample), err, sizeof(err))) {
+                                log_limited(&ext.rl_reap, 1, 60000, LOG_WARN, "reaper", "topic %s: %s", t->name, err);
                                 break;
                         }
                         total += got;
@@ -509,8 +511,7 @@ void external_reap_tick(const struct config *cfg, struct store *s, int64_t now_m
                          "reaper: %zu PENDING key%s whose lease ran out more than %s ago marked EXPIRED "
                          "(in doubt: the effect may or may not have happened; reconcile): %s; "
                          "%" PRIu64 " since start",
-                         total, total == 1 ? "" : "s",
-                         config_format_duration(t->expire_grace_ms, d, sizeof(d)), sample,
+                         total, total == 1 ? "" : "s", config_format_duration(t->expire_grace_ms, d, sizeof(d)), sample,
                          ext.stats.expired_reaped);
         }
 }

@@ -38,11 +38,11 @@ const char *external_owner(void);
 
 /** What external mode saw since start (all topics). */
 struct external_stats {
-        uint64_t claimed;          /* keys claimed fresh */
-        uint64_t taken_over;       /* expired leases (or own interrupted attempts) taken over */
-        uint64_t lease_waits;      /* messages that met a live lease and backed off */
-        uint64_t lost_leases;      /* finishes that found another owner: effect possibly twice */
-        uint64_t expired_reaped;   /* PENDING keys the reaper marked EXPIRED */
+        uint64_t claimed;        /* keys claimed fresh */
+        uint64_t taken_over;     /* expired leases (or own interrupted attempts) taken over */
+        uint64_t lease_waits;    /* messages that met a live lease and backed off */
+        uint64_t lost_leases;    /* finishes that found another owner: effect possibly twice */
+        uint64_t expired_reaped; /* PENDING keys the reaper marked EXPIRED */
         uint64_t expired_dead_lettered, expired_skipped, expired_reexecuted;
 };
 const struct external_stats *external_stats(void);

@@ -67,8 +67,7 @@ static int first_of_partition(struct pl_entry *const *ents, size_t i)
 }
 
 /* How the first message of a partition in this batch must run. */
-static enum guard_verdict verdict(struct pl_topic *pt, struct part_state *ps, const struct pl_msg *m,
-                                  int *inherited)
+static enum guard_verdict verdict(struct pl_topic *pt, struct part_state *ps, const struct pl_msg *m, int *inherited)
 {
         char err[512];
         struct store_crashes c;
@@ -83,8 +82,9 @@ static enum guard_verdict verdict(struct pl_topic *pt, struct part_state *ps, co
                 return GUARD_DB;
         }
         if (c.live)
-                log_info(pt->ctx, "partition %d: offset %lld is in a batch that live instance%s %s %s in flight: "
-                                  "not a crash",
+                log_info(pt->ctx,
+                         "partition %d: offset %lld is in a batch that live instance%s %s %s in flight: "
+                         "not a crash",
                          (int)m->partition, (long long)m->offset, c.live == 1 ? "" : "s", c.live_owners,
                          c.live == 1 ? "has" : "have");
         if (!c.crashes)
@@ -93,10 +93,10 @@ static enum guard_verdict verdict(struct pl_topic *pt, struct part_state *ps, co
         if (ps->isolate_until < c.until) {
                 ps->isolate_until = c.until;
                 ps->had_attempts = 1;
-                log_warn(pt->ctx, "partition %d: offsets up to %lld were in a batch that crashed or stalled "
-                                  "dedupd %d time%s (%s): running them one message at a time",
-                         (int)m->partition, (long long)c.until - 1, c.crashes, c.crashes == 1 ? "" : "s",
-                         c.owners);
+                log_warn(pt->ctx,
+                         "partition %d: offsets up to %lld were in a batch that crashed or stalled "
+                         "dedupd %d time%s (%s): running them one message at a time",
+                         (int)m->partition, (long long)c.until - 1, c.crashes, c.crashes == 1 ? "" : "s", c.owners);
         }
         return GUARD_ALONE;
 }
@@ -124,9 +124,10 @@ static int count_alone(struct pl_topic *pt, struct part_state *ps, struct pl_ent
         metrics_quarantine(pt->t->name);
         int own = attempts - 1, crashes = inh + own;
         if (own >= 1 && crashes >= pt->t->retry_max_crashes && !e->st.dlq_reason)
-                e->st.dlq_reason = xasprintf("crashed or stalled dedupd %d time%s (%d in a batch, %d alone; crash loop; "
-                                          "retry.max_crashes)",
-                                          crashes, crashes == 1 ? "" : "s", inh, own);
+                e->st.dlq_reason =
+                        xasprintf("crashed or stalled dedupd %d time%s (%d in a batch, %d alone; crash loop; "
+                                  "retry.max_crashes)",
+                                  crashes, crashes == 1 ? "" : "s", inh, own);
         return 0;
 }
 
@@ -158,8 +159,7 @@ static int count_batch(struct pl_topic *pt, struct part_state *ps, struct pl_ent
 /* Where the batch ends: before the first message that must run alone, or
  * right after it when it comes first. n when the database is unreachable
  * (the batch will fail anyway; *db set). */
-static size_t plan_batch(struct pl_topic *pt, struct pl_entry *const *ents, size_t n, struct guard_plan *plan,
-                         int *db)
+static size_t plan_batch(struct pl_topic *pt, struct pl_entry *const *ents, size_t n, struct guard_plan *plan, int *db)
 {
         size_t limit = n;
         *db = 0;
@@ -168,7 +168,8 @@ static size_t plan_batch(struct pl_topic *pt, struct pl_entry *const *ents, size
                 if (!first_of_partition(ents, i))
                         continue;
                 const struct pl_msg *m = ents[i]->msg;
-                plan[i].verdict = verdict(pt, part_state(pt->parts, pt->topic_idx, m->partition), m, &plan[i].inherited);
+                plan[i].verdict =
+                        verdict(pt, part_state(pt->parts, pt->topic_idx, m->partition), m, &plan[i].inherited);
                 if (plan[i].verdict == GUARD_DB) {
                         *db = 1;
                         return n;

@@ -34,8 +34,9 @@ static int host_set_response(struct dedupd_ctx *ctx, const char *data, size_t le
         if (nul)
                 len = (size_t)(nul - data);
         if (!utf8_text_ok(data, len)) {
-                log_warn(ctx->log_prefix, "set_response for key %s: the response is not UTF-8 text: refused, "
-                                          "the response stays as it was (a response is stored as text)",
+                log_warn(ctx->log_prefix,
+                         "set_response for key %s: the response is not UTF-8 text: refused, "
+                         "the response stays as it was (a response is stored as text)",
                          ctx->idem_key);
                 ctx->refused_responses++;
                 return -1;
@@ -109,19 +110,20 @@ static int emit_refused(struct dedupd_ctx *ctx, const struct record *rec)
         return 1;
 }
 
-static int host_emit(struct dedupd_ctx *ctx, const char *topic, const void *key, size_t key_len,
-                     const void *value, size_t value_len, const struct dedupd_header *headers,
-                     size_t header_cnt)
+static int host_emit(struct dedupd_ctx *ctx, const char *topic, const void *key, size_t key_len, const void *value,
+                     size_t value_len, const struct dedupd_header *headers, size_t header_cnt)
 {
         char err[512];
         if (!ctx->ns || !topic || !*topic) {
-                log_error(ctx->log_prefix, "emit: %s", !ctx->ns ? "not available in external mode "
-                                                                   "(there is no transaction to join)"
-                                                                 : "no topic");
+                log_error(ctx->log_prefix, "emit: %s",
+                          !ctx->ns ? "not available in external mode "
+                                     "(there is no transaction to join)"
+                                   : "no topic");
                 return -1;
         }
         /* Its place: emit number ctx->emitted (0, 1, ...) of this message, in call order. */
-        const struct outbox_msg m = {ctx->idem_key, {.slot = MSGID_EMIT, .ordinal = ctx->emitted},
+        const struct outbox_msg m = {ctx->idem_key,
+                                     {.slot = MSGID_EMIT, .ordinal = ctx->emitted},
                                      {topic, key, key_len, value, value_len, headers, header_cnt, NULL, 0, NULL}};
         if (emit_refused(ctx, &m.rec))
                 return -1;

@@ -19,9 +19,9 @@ struct dedupd_ctx {
         const char *log_prefix; /* "handler:transfer" */
         char *response;         /* owned; NULL when the handler set none */
         size_t response_len;
-        const char *ns;         /* namespace; NULL where emit is not available (external mode) */
+        const char *ns;          /* namespace; NULL where emit is not available (external mode) */
         const struct sink *sink; /* where emits are published: what it cannot take is refused at emit */
-        int emitted;            /* messages written to the outbox: the next emit's number (base/msgid.h) */
+        int emitted;             /* messages written to the outbox: the next emit's number (base/msgid.h) */
         int refused_responses, refused_emits; /* calls refused: counted once the outcome commits */
 };
 

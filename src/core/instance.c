@@ -21,8 +21,8 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t owner_once = PTHREAD_ONCE_INIT;
 static struct {
         char owner[320];
-        int backend;         /* store_session_pid of the session registered from, 0: none */
-        int64_t renewed_ms;  /* log_now_ms() of the last registration */
+        int backend;        /* store_session_pid of the session registered from, 0: none */
+        int64_t renewed_ms; /* log_now_ms() of the last registration */
         struct log_ratelimit rl;
 } inst;
 

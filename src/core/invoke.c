@@ -35,8 +35,8 @@ struct call {
 static struct dedupd_msg handler_msg(const struct pl_entry *e)
 {
         const struct pl_msg *m = e->msg;
-        return (struct dedupd_msg){m->topic, m->partition, m->offset, m->timestamp_ms, m->key, m->key_len,
-                                   m->value, m->value_len, m->headers, m->header_cnt, e->st.idem_key};
+        return (struct dedupd_msg){m->topic, m->partition, m->offset,  m->timestamp_ms, m->key,        m->key_len,
+                                   m->value, m->value_len, m->headers, m->header_cnt,   e->st.idem_key};
 }
 
 static struct pl_state *fresh_state(const struct call *c, size_t j) { return &c->b->items[c->b->fresh[j]].e->st; }
@@ -96,8 +96,8 @@ static enum pl_rc judge_batch(struct call *c, dedupd_result_t br, const dedupd_r
                 named += res[j] != DEDUPD_OK && res[j] != DEDUPD_REJECT;
         if (st == STORE_TXN_NONE || (st == STORE_TXN_ABORTED && !named)) {
                 /* Which message did it is not known: split.c narrows the batch to find it. */
-                snprintf(c->err, c->errsz, "%s", st == STORE_TXN_NONE ? ENDED_TXN
-                                                 : "handler left the transaction aborted (an SQL error)");
+                snprintf(c->err, c->errsz, "%s",
+                         st == STORE_TXN_NONE ? ENDED_TXN : "handler left the transaction aborted (an SQL error)");
                 roll_back(c);
                 return PL_SPLIT;
         }
@@ -164,14 +164,11 @@ static enum pl_rc judge_one(struct call *c, size_t j, dedupd_result_t r, int sp)
         if (st == STORE_TXN_NONE)
                 return blame(c, it->e, ENDED_TXN);
         switch (batch_verdict(r, st == STORE_TXN_ABORTED, sp)) {
-        case VERDICT_REJECTED:
-                it->state = ITEM_REJECTED;
-                return sp ? savepoint(c, it->e, STORE_SAVEPOINT_UNDO) : PL_OK;
+        case VERDICT_REJECTED: it->state = ITEM_REJECTED; return sp ? savepoint(c, it->e, STORE_SAVEPOINT_UNDO) : PL_OK;
         case VERDICT_APPLIED:
                 it->state = ITEM_APPLIED;
                 return sp && j + 1 < c->b->nfresh ? savepoint(c, it->e, STORE_SAVEPOINT_NEXT) : PL_OK;
-        case VERDICT_RETRY:
-                break;
+        case VERDICT_RETRY: break;
         }
         return blame(c, it->e, retry_phrase(r, st == STORE_TXN_ABORTED));
 }

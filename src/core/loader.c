@@ -30,8 +30,7 @@ int loader_check_desc(const struct dedupd_handler *d, const char *path, char *er
                 return -1;
         }
         if (!d->handle && !d->handle_batch) {
-                snprintf(err, errsz, "handler %s: descriptor has neither handle() nor handle_batch()",
-                         path);
+                snprintf(err, errsz, "handler %s: descriptor has neither handle() nor handle_batch()", path);
                 return -1;
         }
         return 0;
@@ -73,8 +72,7 @@ int loader_open(struct handler *h, const char *path, char *err, size_t errsz)
         if (loader_check_desc(d, path, err, errsz))
                 goto error;
         h->desc = d;
-        snprintf(h->log_prefix, sizeof(h->log_prefix), "handler:%s",
-                 d->name && *d->name ? d->name : path);
+        snprintf(h->log_prefix, sizeof(h->log_prefix), "handler:%s", d->name && *d->name ? d->name : path);
         return 0;
 error:
         loader_close(h);
@@ -100,7 +98,9 @@ int loader_init(struct handler *h, const json_t *config, struct store *setup, co
         host_ctx_release(&ictx.head);
         if (rc != 0) {
                 snprintf(err, errsz, "handler %s: init failed: %s", h->path,
-                         herr[0] ? herr : ictx.error[0] ? ictx.error : "(no message)");
+                         herr[0]         ? herr
+                         : ictx.error[0] ? ictx.error
+                                         : "(no message)");
                 return -1;
         }
         h->initialized = 1;
@@ -109,8 +109,7 @@ int loader_init(struct handler *h, const json_t *config, struct store *setup, co
 
 const char *loader_version(const struct handler *h)
 {
-        return DEDUPD_HANDLER_HAS(h->desc, version) && h->desc->version && *h->desc->version ? h->desc->version
-                                                                                              : NULL;
+        return DEDUPD_HANDLER_HAS(h->desc, version) && h->desc->version && *h->desc->version ? h->desc->version : NULL;
 }
 
 void loader_close(struct handler *h)

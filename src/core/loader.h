@@ -25,8 +25,7 @@ struct handler {
  * with exactly what differs in err. Nothing of the handler runs but its
  * descriptor function.
  */
-int loader_open(struct handler *h, const char *path, char *err, size_t errsz)
-        __attribute__((warn_unused_result));
+int loader_open(struct handler *h, const char *path, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 /**
  * The descriptor checks of loader_open on their own (the fuzzer drives them):

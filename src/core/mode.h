@@ -40,9 +40,9 @@ struct pl_topic {
         struct watchdog *watchdog; /* may be NULL */
         struct pl_stats *stats;
         struct part_states *parts;
-        size_t *outbox_pending;    /* rows written to the outbox since the relay last ran */
-        int64_t optimistic_after;  /* txn.c: claims pessimistically until then (log_now_ms()), after contention */
-        char ctx[200];             /* "topic:<name>", the log context */
+        size_t *outbox_pending;   /* rows written to the outbox since the relay last ran */
+        int64_t optimistic_after; /* txn.c: claims pessimistically until then (log_now_ms()), after contention */
+        char ctx[200];            /* "topic:<name>", the log context */
 };
 
 /**
@@ -55,8 +55,8 @@ struct pl_topic {
  */
 struct mode {
         const char *name;
-        enum pl_rc (*process)(struct pl_topic *pt, struct pl_entry *const *ents, size_t n,
-                              struct pl_commit *commits, size_t *ncommits, char *err, size_t errsz);
+        enum pl_rc (*process)(struct pl_topic *pt, struct pl_entry *const *ents, size_t n, struct pl_commit *commits,
+                              size_t *ncommits, char *err, size_t errsz);
 };
 
 /** docs/design.md §5: one batch, one transaction (txn.c). */

@@ -9,15 +9,15 @@
 /** What the protocol knows of one message; the protocol's to set and to
  *  free, never the source's. */
 struct pl_state {
-        char *idem_key;    /* derived once */
-        char *key_text;    /* the key's text when idem_key is its hash (stored beside it), else NULL */
+        char *idem_key; /* derived once */
+        char *key_text; /* the key's text when idem_key is its hash (stored beside it), else NULL */
         char fingerprint[65];
         char stored_fingerprint[65]; /* set when a duplicate's fingerprint differs */
-        char *dlq_reason;  /* set: the message goes to the dead-letter topic */
-        int derived;       /* the key was derived (or found underivable) */
-        int dead_lettered; /* the dead-letter write was acknowledged */
-        int attempts;      /* failed attempts so far (handler RETRY, or what fail_reason says) */
-        char *fail_reason; /* what the last failed attempt was, as a phrase ("handler returned RETRY") */
+        char *dlq_reason;            /* set: the message goes to the dead-letter topic */
+        int derived;                 /* the key was derived (or found underivable) */
+        int dead_lettered;           /* the dead-letter write was acknowledged */
+        int attempts;                /* failed attempts so far (handler RETRY, or what fail_reason says) */
+        char *fail_reason;           /* what the last failed attempt was, as a phrase ("handler returned RETRY") */
 };
 
 /** A buffered message and the protocol's state of it: what the runner

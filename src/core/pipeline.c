@@ -37,12 +37,11 @@ struct pipeline {
         const struct mode **modes; /* one per topic */
         struct lane lanes[MAX_LANES];
         size_t nlanes;
-        struct pl_stats stats;  /* the sum of the lanes' settled stats */
-        size_t outbox_settled;  /* outbox rows of settled batches since the relay last ran */
+        struct pl_stats stats; /* the sum of the lanes' settled stats */
+        size_t outbox_settled; /* outbox rows of settled batches since the relay last ran */
 };
 
-struct pipeline *pipeline_new(const struct config *cfg, struct store *setup, struct sink sink, char *err,
-                              size_t errsz)
+struct pipeline *pipeline_new(const struct config *cfg, struct store *setup, struct sink sink, char *err, size_t errsz)
 {
         struct pipeline *pl = xcalloc(1, sizeof(*pl));
         size_t n = cfg->topic_cnt ? cfg->topic_cnt : 1;
@@ -79,9 +78,16 @@ size_t pipeline_add_lane(struct pipeline *pl, struct store *store, struct watchd
         l->splits = xcalloc(n, sizeof(*l->splits));
         for (size_t i = 0; i < pl->cfg->topic_cnt; i++) {
                 struct pl_topic *pt = &l->topics[i];
-                *pt = (struct pl_topic){.cfg = pl->cfg, .t = &pl->cfg->topics[i], .topic_idx = i, .store = store,
-                                        .sink = &pl->sink, .handler = &pl->handlers[i], .watchdog = w,
-                                        .stats = &l->stats, .parts = &l->parts, .outbox_pending = &l->outbox_pending};
+                *pt = (struct pl_topic){.cfg = pl->cfg,
+                                        .t = &pl->cfg->topics[i],
+                                        .topic_idx = i,
+                                        .store = store,
+                                        .sink = &pl->sink,
+                                        .handler = &pl->handlers[i],
+                                        .watchdog = w,
+                                        .stats = &l->stats,
+                                        .parts = &l->parts,
+                                        .outbox_pending = &l->outbox_pending};
                 snprintf(pt->ctx, sizeof(pt->ctx), "topic:%s", pl->cfg->topics[i].name);
         }
         return pl->nlanes++;
@@ -97,14 +103,16 @@ int pipeline_concurrent(const struct pipeline *pl, char *err, size_t errsz)
                 const struct topic_conf *t = &pl->cfg->topics[i];
                 const struct dedupd_handler *h = pl->handlers[i].desc;
                 if (t->mode == MODE_EXTERNAL) {
-                        snprintf(err, errsz, "topic %s: external mode runs on one connection: workers must be 1", t->name);
+                        snprintf(err, errsz, "topic %s: external mode runs on one connection: workers must be 1",
+                                 t->name);
                         return -1;
                 }
                 if (!(h->flags & DEDUPD_HANDLER_F_CONCURRENT)) {
-                        snprintf(err, errsz,
-                                 "topic %s: handler %s does not declare DEDUPD_HANDLER_F_CONCURRENT (that its calls may "
-                                 "run on several connections at once): workers must be 1",
-                                 t->name, t->handler_path);
+                        snprintf(
+                                err, errsz,
+                                "topic %s: handler %s does not declare DEDUPD_HANDLER_F_CONCURRENT (that its calls may "
+                                "run on several connections at once): workers must be 1",
+                                t->name, t->handler_path);
                         return -1;
                 }
         }
@@ -198,5 +206,6 @@ void pipeline_stop(struct pipeline *pl)
 {
         for (size_t l = 0; l < pl->nlanes; l++)
                 for (size_t i = 0; i < pl->lanes[l].parts.cnt; i++)
-                        guard_release(&pl->lanes[l].topics[pl->lanes[l].parts.v[i].topic_idx], &pl->lanes[l].parts.v[i]);
+                        guard_release(&pl->lanes[l].topics[pl->lanes[l].parts.v[i].topic_idx],
+                                      &pl->lanes[l].parts.v[i]);
 }

@@ -17,8 +17,8 @@ struct watchdog;
 
 /** Load and init every topic's handler (init gets setup's connection);
  *  dead letters go through sink. No lane yet: add at least one. */
-struct pipeline *pipeline_new(const struct config *cfg, struct store *setup, struct sink sink, char *err,
-                              size_t errsz) __attribute__((warn_unused_result));
+struct pipeline *pipeline_new(const struct config *cfg, struct store *setup, struct sink sink, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
 void pipeline_free(struct pipeline *pl);
 
 /**

@@ -113,8 +113,9 @@ static void report(const struct config *cfg, const struct outbox_row *rows, size
                         continue;
                 if (failed[k].given_up) {
                         rd->given_up++;
-                        log_error("outbox", "row %" PRId64 " to %s given up after %d failed publishes: %s; it is kept "
-                                            "(dedupctl outbox list, dedupctl outbox retry %" PRId64 ")",
+                        log_error("outbox",
+                                  "row %" PRId64 " to %s given up after %d failed publishes: %s; it is kept "
+                                  "(dedupctl outbox list, dedupctl outbox retry %" PRId64 ")",
                                   w->id, w->msg.rec.topic, failed[k].failures, out[i].reason, w->id);
                 } else {
                         log_limited(&rl, 10, 60000, LOG_WARN, "outbox",

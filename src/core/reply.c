@@ -52,7 +52,8 @@ static int allowed(const struct topic_conf *t, const char *dest)
         json_t *v;
         if (!t->reply_allow)
                 return 1;
-        json_array_foreach(t->reply_allow, k, v) {
+        json_array_foreach(t->reply_allow, k, v)
+        {
                 const char *a = json_string_value(v);
                 size_t n = a ? strlen(a) : 0;
                 if (n && a[n - 1] == '*' ? !strncmp(a, dest, n - 1) : a && !strcmp(a, dest))
@@ -86,8 +87,9 @@ static void refused(const struct pl_msg *m, const char *idem_key, const char *de
                             "offset %lld: key %s: no reply to '%s': %s (the message is applied)", (long long)m->offset,
                             idem_key, dest, why);
         else
-                log_limited(&refused_rl, 1, 1000, LOG_WARN, mctx, "offset %lld: key %s: no reply: %s (the message is applied)",
-                            (long long)m->offset, idem_key, why);
+                log_limited(&refused_rl, 1, 1000, LOG_WARN, mctx,
+                            "offset %lld: key %s: no reply: %s (the message is applied)", (long long)m->offset,
+                            idem_key, why);
 }
 
 /* Which of the key's outputs m's reply is: the reply, where m applied the
@@ -97,8 +99,8 @@ static struct msgid_place reply_place(const struct pl_msg *m, int duplicate)
 {
         if (!duplicate)
                 return (struct msgid_place){.slot = MSGID_REPLY};
-        return (struct msgid_place){.slot = MSGID_DUPLICATE_REPLY, .topic = m->topic, .partition = m->partition,
-                                    .offset = m->offset};
+        return (struct msgid_place){
+                .slot = MSGID_DUPLICATE_REPLY, .topic = m->topic, .partition = m->partition, .offset = m->offset};
 }
 
 enum store_rc reply_write(struct pl_topic *pt, const struct pl_msg *m, const char *idem_key, enum key_status status,
@@ -116,8 +118,9 @@ enum store_rc reply_write(struct pl_topic *pt, const struct pl_msg *m, const cha
         *refused_kind = NULL;
         if (to->value_len > REPLY_DEST_MAX || !utf8_text_ok(to->value, to->value_len)) {
                 *refused_kind = "invalid";
-                refused(m, idem_key, NULL, to->value_len > REPLY_DEST_MAX ? "its reply-to is longer than any broker's names"
-                                                                : "its reply-to is not UTF-8 text");
+                refused(m, idem_key, NULL,
+                        to->value_len > REPLY_DEST_MAX ? "its reply-to is longer than any broker's names"
+                                                       : "its reply-to is not UTF-8 text");
                 return STORE_OK;
         }
         char *dest = xstrndup(to->value, to->value_len);
@@ -126,7 +129,8 @@ enum store_rc reply_write(struct pl_topic *pt, const struct pl_msg *m, const cha
         const char *status_text = key_status_name(status);
         hdrs[nh++] = (struct dedupd_header){"dedupd.status", status_text, strlen(status_text)};
         hdrs[nh++] = (struct dedupd_header){"dedupd.duplicate", duplicate ? "true" : "false", duplicate ? 4 : 5};
-        const struct outbox_msg o = {idem_key, reply_place(m, duplicate),
+        const struct outbox_msg o = {idem_key,
+                                     reply_place(m, duplicate),
                                      {dest, corr ? corr->value : NULL, corr ? corr->value_len : 0, response,
                                       response ? strlen(response) : 0, hdrs, nh, NULL, 0, NULL}};
         enum store_rc rc = STORE_OK;

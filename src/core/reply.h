@@ -24,7 +24,6 @@ int reply_wanted(const struct topic_conf *t, const struct pl_msg *m);
  */
 enum store_rc reply_write(struct pl_topic *pt, const struct pl_msg *m, const char *idem_key, enum key_status status,
                           const char *response, int duplicate, int *written, const char **refused_kind, char *err,
-                          size_t errsz)
-        __attribute__((warn_unused_result));
+                          size_t errsz) __attribute__((warn_unused_result));
 
 #endif

@@ -29,15 +29,14 @@ static int batch_of(const struct config *cfg, int batch)
         return cfg->purge_batch > 0 ? cfg->purge_batch : 1000;
 }
 
-int retention_purge(struct store *s, const struct config *cfg, int batch, struct purge_stats *st,
-                    char *err, size_t errsz)
+int retention_purge(struct store *s, const struct config *cfg, int batch, struct purge_stats *st, char *err,
+                    size_t errsz)
 {
         return store_purge(s, cfg->namespace, batch_of(cfg, batch), retention_progress_keep_ms(cfg),
                            cfg->outbox_keep_ms, 0, st, err, errsz);
 }
 
-int retention_purge_count(struct store *s, const struct config *cfg, struct purge_stats *st,
-                          char *err, size_t errsz)
+int retention_purge_count(struct store *s, const struct config *cfg, struct purge_stats *st, char *err, size_t errsz)
 {
         return store_purge_count(s, cfg->namespace, retention_progress_keep_ms(cfg), cfg->outbox_keep_ms, st, err,
                                  errsz);
@@ -77,8 +76,7 @@ void retention_tick(struct store *s, const struct config *cfg, int64_t now_ms)
                          "%" PRId64 " progress_log row(s), %" PRId64 " fingerprint mismatch(es), %" PRId64
                          " sent outbox row(s) in %" PRId64 " ms%s",
                          st.keys, st.responses, st.progress_rows, st.mismatch_rows, st.outbox_rows,
-                         log_now_ms() - now_ms,
-                         st.more ? "; more to go, continuing" : "");
+                         log_now_ms() - now_ms, st.more ? "; more to go, continuing" : "");
 }
 
 /* "compact" alone keeps the last record of every Kafka key for ever. */

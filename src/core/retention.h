@@ -25,12 +25,12 @@
  * unsent or given-up one). Returns 0, or -1 with a message (counts so far
  * in st).
  */
-int retention_purge(struct store *s, const struct config *cfg, int batch, struct purge_stats *st,
-                    char *err, size_t errsz) __attribute__((warn_unused_result));
+int retention_purge(struct store *s, const struct config *cfg, int batch, struct purge_stats *st, char *err,
+                    size_t errsz) __attribute__((warn_unused_result));
 
 /** Dry run: count what retention_purge would take now. */
-int retention_purge_count(struct store *s, const struct config *cfg, struct purge_stats *st,
-                          char *err, size_t errsz) __attribute__((warn_unused_result));
+int retention_purge_count(struct store *s, const struct config *cfg, struct purge_stats *st, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
 
 /**
  * The daemon's hook, called from the consumer loop between batches: purges

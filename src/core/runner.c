@@ -58,7 +58,7 @@ static const char behind_reason[] = "its worker is behind (batches buffered)";
  * that worker runs), and the state of its current batch. */
 struct tbuf {
         size_t topic, lane;
-        size_t inflight;       /* the first inflight messages are a batch its lane runs now; 0: none */
+        size_t inflight;        /* the first inflight messages are a batch its lane runs now; 0: none */
         struct pl_entry **ents; /* each message beside the protocol's state of it (in r->pool) */
         size_t cnt, cap;
         int64_t first_ms;      /* when the oldest buffered message arrived */
@@ -71,7 +71,7 @@ struct tbuf {
         int again;             /* the batch was narrowed (PL_SPLIT): its next try runs on the next turn */
         size_t bytes;          /* payload bytes buffered (limits.batch_bytes) */
         int was_behind;        /* paused because behind (logged at debug) */
-        int behind;            /* workers: BEHIND_BATCHES batches buffered (or BEHIND_BYTES_BATCHES of bytes), its partitions pause */
+        int behind; /* workers: BEHIND_BATCHES batches buffered (or BEHIND_BYTES_BATCHES of bytes), its partitions pause */
 };
 
 /* An assigned partition, and whether the source fetches it. */
@@ -105,7 +105,7 @@ struct runner {
         int db_down;         /* the database is unreachable: every topic waits */
         int64_t db_retry_at; /* next reconnection attempt */
         int db_backoff_ms;
-        int64_t outbox_unsent; /* >= limits.outbox_backlog: every topic waits for the relay; else -1 */
+        int64_t outbox_unsent;  /* >= limits.outbox_backlog: every topic waits for the relay; else -1 */
         int64_t relay_retry_at; /* the broker did not answer the relay: no round before then */
         int relay_backoff_ms;   /* the wait after the next such round; 0: none yet */
         struct log_ratelimit rl_relay;
@@ -114,9 +114,9 @@ struct runner {
         int64_t last_stats_ms;
         struct pl_stats last_stats;
         int64_t last_health_ms, last_gauges_ms;
-        int64_t last_skip_ms; /* the last look for offsets skipped (record_skipped) */
-        int64_t last_probe_ms;   /* the connection last known to answer (a batch, a probe) */
-        uint64_t probe_batches;  /* batches committed by then */
+        int64_t last_skip_ms;               /* the last look for offsets skipped (record_skipped) */
+        int64_t last_probe_ms;              /* the connection last known to answer (a batch, a probe) */
+        uint64_t probe_batches;             /* batches committed by then */
         volatile sig_atomic_t *reload_flag; /* SIGHUP */
         void (*reload_cb)(void *opaque);
         void *reload_opaque;
@@ -169,10 +169,7 @@ static void quiesce(struct runner *r)
 }
 
 /* The protocol's state of e's message freed, the message given back to its source. */
-static void give_back(struct runner *r, struct pl_entry *e)
-{
-        r->src->ops->release(r->src, pl_pool_give(&r->pool, e));
-}
+static void give_back(struct runner *r, struct pl_entry *e) { r->src->ops->release(r->src, pl_pool_give(&r->pool, e)); }
 
 static void buffer(struct runner *r, struct pl_msg *m)
 {
@@ -239,7 +236,9 @@ static void parts_add(struct runner *r, size_t topic_idx, int32_t partition, int
                 r->parts = np;
                 r->part_cap = cap;
         }
-        r->parts[r->part_cnt++] = (struct assigned){.topic_idx = topic_idx, .partition = partition, .paused = -1,
+        r->parts[r->part_cnt++] = (struct assigned){.topic_idx = topic_idx,
+                                                    .partition = partition,
+                                                    .paused = -1,
                                                     .awaiting = start == SOURCE_START_LATER,
                                                     .first = start >= 0 ? start : -1};
 }
@@ -382,9 +381,11 @@ static void positions_lost(struct runner *r, const char *why)
                 return;
         if (!r->src->ops->seek) {
                 if (!r->rewind_warned)
-                        log_warn("runner", "%s: this broker cannot re-position its consumers: what a failed-over database "
-                                           "lost of the last commits is not consumed again (docs/operating.md: Database failover)",
-                                 why);
+                        log_warn(
+                                "runner",
+                                "%s: this broker cannot re-position its consumers: what a failed-over database "
+                                "lost of the last commits is not consumed again (docs/operating.md: Database failover)",
+                                why);
                 r->rewind_warned = 1;
                 /* It goes on from where it is: what this process committed
                  * no longer says where the database must be. */
@@ -411,20 +412,24 @@ static int64_t restart_at(const struct runner *r, const struct assigned *a, int6
 {
         const char *topic = r->cfg->topics[a->topic_idx].name;
         if (stored >= 0) {
-                log_info("runner", "%s/%d: positioned at offset %" PRId64 " (database)", topic, (int)a->partition, stored);
+                log_info("runner", "%s/%d: positioned at offset %" PRId64 " (database)", topic, (int)a->partition,
+                         stored);
                 return stored;
         }
         if (a->committed)
-                log_warn("runner", "%s/%d: no position in the database although this process committed batches of "
-                                   "it: starting again at offset %" PRId64 ", the earliest it knows",
+                log_warn("runner",
+                         "%s/%d: no position in the database although this process committed batches of "
+                         "it: starting again at offset %" PRId64 ", the earliest it knows",
                          topic, (int)a->partition, a->first);
         else if (a->first >= 0)
-                log_info("runner", "%s/%d: no database position: starting again at offset %" PRId64
-                                   ", where this process started",
+                log_info("runner",
+                         "%s/%d: no database position: starting again at offset %" PRId64
+                         ", where this process started",
                          topic, (int)a->partition, a->first);
         else
-                log_info("runner", "%s/%d: no database position, starting where the broker is (Kafka: the committed "
-                                   "offset)",
+                log_info("runner",
+                         "%s/%d: no database position, starting where the broker is (Kafka: the committed "
+                         "offset)",
                          topic, (int)a->partition);
         return a->first >= 0 ? a->first : SOURCE_START_BROKER;
 }
@@ -449,8 +454,8 @@ static int position_topic(struct runner *r, size_t t)
                 }
         if (!k)
                 return 0;
-        enum store_rc rc = store_offsets_get(r->store, r->cfg->namespace, r->cfg->topics[t].name, k, pids, offs, err,
-                                             sizeof(err));
+        enum store_rc rc =
+                store_offsets_get(r->store, r->cfg->namespace, r->cfg->topics[t].name, k, pids, offs, err, sizeof(err));
         if (rc == STORE_CONN) {
                 db_lost(r, "runner", err);
                 return -1;
@@ -515,8 +520,9 @@ static void start_positions(struct runner *r, size_t t, const struct pl_part *pa
          * on a connection attempt. */
         if (r->db_down || store_offsets_get(r->store, r->cfg->namespace, topic, k, pids, offs, err, sizeof(err))) {
                 int later = r->src && r->src->ops->seek;
-                log_warn("runner", "cannot read start offsets from the database (%s); %s %s", r->db_down ? "it is unavailable" : err,
-                         later ? "pausing the partitions of" : "starting", topic);
+                log_warn("runner", "cannot read start offsets from the database (%s); %s %s",
+                         r->db_down ? "it is unavailable" : err, later ? "pausing the partitions of" : "starting",
+                         topic);
                 for (size_t j = 0; later && j < k; j++) {
                         start[idx[j]] = SOURCE_START_LATER;
                         log_info("runner", "assigned %s/%d: paused, awaiting its position from the database", topic,
@@ -584,7 +590,8 @@ static void on_settled(void *opaque)
 
 struct source_events runner_events(struct runner *r)
 {
-        return (struct source_events){.assigned = on_assigned, .settled = on_settled, .revoked = on_revoked, .opaque = r};
+        return (struct source_events){
+                .assigned = on_assigned, .settled = on_settled, .revoked = on_revoked, .opaque = r};
 }
 
 /* ---- batches ----------------------------------------------------------------- */
@@ -630,8 +637,8 @@ static void batch_done(struct runner *r, size_t bi, size_t n)
 static void db_lost(struct runner *r, const char *ctx, const char *err)
 {
         log_limited(&r->rl_db, 1, 10000, LOG_ERROR, ctx,
-                    "database unavailable: %s: %s; pausing, retrying every %d ms at most", store_target(r->store),
-                    err, r->cfg->db_retry_max_ms);
+                    "database unavailable: %s: %s; pausing, retrying every %d ms at most", store_target(r->store), err,
+                    r->cfg->db_retry_max_ms);
         r->db_down = 1;
         r->db_retry_at = log_now_ms() + r->db_backoff_ms;
 }
@@ -646,8 +653,9 @@ static void report_stuck(struct runner *r, size_t bi, const char *ctx, const str
         if (b->stuck_logged && now - b->stuck_logged < STUCK_REPORT_MS)
                 return;
         b->stuck_logged = now;
-        log_error(ctx, "stuck: the batch from partition %d offset %" PRId64 " has failed %d times "
-                       "over %" PRId64 " s (%s); this topic waits, the others go on",
+        log_error(ctx,
+                  "stuck: the batch from partition %d offset %" PRId64 " has failed %d times "
+                  "over %" PRId64 " s (%s); this topic waits, the others go on",
                   (int)first->partition, first->offset, b->failures, (now - b->failing_since) / 1000, err);
 }
 
@@ -677,7 +685,8 @@ static size_t batch_size(const struct runner *r, size_t bi)
         size_t max = (size_t)r->cfg->topics[t].batch_max_messages, bytes = 0, n = 0;
         while (n < b->cnt && n < max) {
                 if (n > 0 && bytes + b->ents[n]->msg->value_len > (size_t)r->cfg->limit_batch_bytes) {
-                        log_debug("runner", "topic %s: batch of %zu closed at %zu payload bytes (limits.batch_bytes %d)",
+                        log_debug("runner",
+                                  "topic %s: batch of %zu closed at %zu payload bytes (limits.batch_bytes %d)",
                                   r->cfg->topics[t].name, n, bytes, r->cfg->limit_batch_bytes);
                         break;
                 }
@@ -697,12 +706,12 @@ static void batch_not_done(struct runner *r, size_t bi, size_t n, enum pl_rc rc,
         else if (rc == PL_DB_DOWN)
                 db_lost(r, ctx, err);
         else if (rc == PL_REPOSITION) {
-                log_warn(ctx, "the database changed under dedupd: %s (a failover to a replica that lost the last "
-                              "commits, or a restore); batch of %zu rolled back",
+                log_warn(ctx,
+                         "the database changed under dedupd: %s (a failover to a replica that lost the last "
+                         "commits, or a restore); batch of %zu rolled back",
                          err, n);
                 positions_lost(r, "the database is behind this process's commits");
-        }
-        else if (rc == PL_SPLIT)
+        } else if (rc == PL_SPLIT)
                 log_debug(ctx, "batch of %zu failed (%s): its first half is tried next", n, err);
         else
                 batch_failed(r, bi, n, err);
@@ -799,7 +808,8 @@ static void db_reconnect(struct runner *r)
         }
         log_limited(&r->rl_db, 1, 10000, LOG_ERROR, "runner", "database still unavailable: %s: %s",
                     store_target(r->store), err);
-        r->db_backoff_ms = r->db_backoff_ms * 2 > r->cfg->db_retry_max_ms ? r->cfg->db_retry_max_ms : r->db_backoff_ms * 2;
+        r->db_backoff_ms =
+                r->db_backoff_ms * 2 > r->cfg->db_retry_max_ms ? r->cfg->db_retry_max_ms : r->db_backoff_ms * 2;
         r->db_retry_at = log_now_ms() + r->db_backoff_ms;
 }
 
@@ -826,8 +836,9 @@ static void outbox_behind(struct runner *r)
                 return;
         }
         if (r->outbox_unsent < 0)
-                log_warn("outbox", "%" PRId64 " or more outbox rows are unsent, limits.outbox_backlog is %" PRId64
-                                   ": every topic pauses fetching until the relay has published below it",
+                log_warn("outbox",
+                         "%" PRId64 " or more outbox rows are unsent, limits.outbox_backlog is %" PRId64
+                         ": every topic pauses fetching until the relay has published below it",
                          unsent, limit);
         r->outbox_unsent = unsent;
 }
@@ -839,7 +850,7 @@ static void outbox_behind(struct runner *r)
 static void relay_stalled(struct runner *r, const struct relay_round *rd)
 {
         int first = r->cfg->outbox_retry_backoff_ms > r->cfg->outbox_interval_ms ? r->cfg->outbox_retry_backoff_ms
-                                                                               : r->cfg->outbox_interval_ms;
+                                                                                 : r->cfg->outbox_interval_ms;
         r->relay_backoff_ms = !r->relay_backoff_ms ? first : r->relay_backoff_ms * 2;
         if (r->relay_backoff_ms > RELAY_BACKOFF_MAX_MS)
                 r->relay_backoff_ms = RELAY_BACKOFF_MAX_MS;
@@ -905,9 +916,9 @@ static void log_stats(struct runner *r)
         int64_t now = log_now_ms();
         double secs = (double)(now - r->last_stats_ms) / 1000.0;
         if (s->consumed != r->last_stats.consumed || s->retries != r->last_stats.retries)
-                log_info("stats", "consumed %" PRIu64 " (%.0f/s), applied %" PRIu64 ", rejected %" PRIu64
-                                  ", duplicates %" PRIu64 ", dead-lettered %" PRIu64 ", batches %" PRIu64
-                                  ", retries %" PRIu64,
+                log_info("stats",
+                         "consumed %" PRIu64 " (%.0f/s), applied %" PRIu64 ", rejected %" PRIu64 ", duplicates %" PRIu64
+                         ", dead-lettered %" PRIu64 ", batches %" PRIu64 ", retries %" PRIu64,
                          s->consumed, secs > 0 ? (double)(s->consumed - r->last_stats.consumed) / secs : 0.0,
                          s->applied, s->rejected, s->duplicates, s->dead_lettered, s->batches, s->retries);
         r->last_stats = *s;
@@ -987,8 +998,8 @@ static void record_skipped_topic(struct runner *r, size_t t, const struct pl_ski
         }
         if (!k)
                 return;
-        enum store_rc rc = store_offsets_skip(r->store, r->cfg->namespace, topic, k, parts, from, to, moved, err,
-                                              sizeof(err));
+        enum store_rc rc =
+                store_offsets_skip(r->store, r->cfg->namespace, topic, k, parts, from, to, moved, err, sizeof(err));
         if (rc == STORE_CONN) {
                 db_lost(r, "runner", err);
                 return;
@@ -999,8 +1010,9 @@ static void record_skipped_topic(struct runner *r, size_t t, const struct pl_ski
         }
         for (size_t j = 0; j < k; j++)
                 if (moved[j]) {
-                        log_debug("runner", "%s/%d: offsets %" PRId64 "..%" PRId64 " hold no message "
-                                            "(transaction markers, aborted records): position %" PRId64,
+                        log_debug("runner",
+                                  "%s/%d: offsets %" PRId64 "..%" PRId64 " hold no message "
+                                  "(transaction markers, aborted records): position %" PRId64,
                                   topic, (int)parts[j], from[j], to[j] - 1, to[j]);
                         commits[nc++] = (struct pl_commit){topic, parts[j], to[j]};
                 }
@@ -1084,8 +1096,9 @@ static int backlogged(const struct runner *r)
 {
         for (size_t bi = 0; bi < r->nbufs; bi++) {
                 const struct tbuf *b = &r->bufs[bi];
-                if (b->inflight && (b->cnt >= 2 * BEHIND_BATCHES * (size_t)r->cfg->topics[b->topic].batch_max_messages ||
-                                    b->bytes >= 2 * BEHIND_BYTES_BATCHES * (size_t)r->cfg->limit_batch_bytes))
+                if (b->inflight &&
+                    (b->cnt >= 2 * BEHIND_BATCHES * (size_t)r->cfg->topics[b->topic].batch_max_messages ||
+                     b->bytes >= 2 * BEHIND_BYTES_BATCHES * (size_t)r->cfg->limit_batch_bytes))
                         return 1;
         }
         return 0;

@@ -9,8 +9,8 @@ static void locked_publish(void *opaque, const struct record *recs, size_t n, st
         pthread_mutex_unlock(&l->lock);
 }
 
-static int locked_dead_letter(void *opaque, const char *dlq_topic, const char *ns,
-                              const struct pl_dead_letter *letters, size_t n, char *err, size_t errsz)
+static int locked_dead_letter(void *opaque, const char *dlq_topic, const char *ns, const struct pl_dead_letter *letters,
+                              size_t n, char *err, size_t errsz)
 {
         struct sink_lock *l = opaque;
         pthread_mutex_lock(&l->lock);
@@ -32,7 +32,9 @@ struct sink sink_locked(struct sink_lock *l, struct sink inner)
 {
         l->inner = inner;
         pthread_mutex_init(&l->lock, NULL);
-        return (struct sink){.publish = locked_publish, .dead_letter = locked_dead_letter, .opaque = l,
+        return (struct sink){.publish = locked_publish,
+                             .dead_letter = locked_dead_letter,
+                             .opaque = l,
                              .check = inner.check ? locked_check : NULL};
 }
 

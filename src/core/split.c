@@ -23,13 +23,13 @@ static void passed(struct split *s, const struct pl_topic *pt, size_t n)
 }
 
 /* The batch of n failed: the next one takes its first half. */
-static void narrow(struct split *s, const struct pl_topic *pt, const struct pl_msg *first, size_t n,
-                   const char *err)
+static void narrow(struct split *s, const struct pl_topic *pt, const struct pl_msg *first, size_t n, const char *err)
 {
         if (!s->limit) {
                 s->left = n;
-                log_warn(pt->ctx, "batch of %zu from partition %d offset %lld failed, and no message of it was "
-                                  "named (%s): splitting it to find the one that causes it",
+                log_warn(pt->ctx,
+                         "batch of %zu from partition %d offset %lld failed, and no message of it was "
+                         "named (%s): splitting it to find the one that causes it",
                          n, (int)first->partition, (long long)first->offset, err);
                 metrics_split(pt->t->name);
         }

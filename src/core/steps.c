@@ -21,10 +21,10 @@
 
 static void set_reason(struct pl_state *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The first reason found stays (a crash loop, found before the key is derived). */
-#define FIRST_REASON(st, ...)                                                                              \
-        do {                                                                                               \
-                if (!(st)->dlq_reason)                                                                     \
-                        set_reason((st), __VA_ARGS__);                                                     \
+#define FIRST_REASON(st, ...)                                                                                          \
+        do {                                                                                                           \
+                if (!(st)->dlq_reason)                                                                                 \
+                        set_reason((st), __VA_ARGS__);                                                                 \
         } while (0)
 static void set_reason(struct pl_state *st, const char *fmt, ...)
 {
@@ -58,8 +58,8 @@ static int over_limits(const struct pl_topic *pt, struct pl_entry *e)
 
         if (m->value_len > (size_t)t->max_payload_bytes) {
                 FIRST_REASON(&e->st, "payload too large: %zu bytes exceeds %s (%d)", m->value_len,
-                           t->payload_bytes_own ? "topics[].max_payload_bytes" : "limits.payload_bytes",
-                           t->max_payload_bytes);
+                             t->payload_bytes_own ? "topics[].max_payload_bytes" : "limits.payload_bytes",
+                             t->max_payload_bytes);
                 return 1;
         }
         if (m->header_cnt > (size_t)cfg->limit_headers) {
@@ -68,8 +68,8 @@ static int over_limits(const struct pl_topic *pt, struct pl_entry *e)
         }
         if ((keyspec_needs_json(t->keyspec) || t->fingerprint_fields) &&
             (depth = json_depth_over(m->value, m->value_len, (size_t)cfg->limit_json_depth))) {
-                FIRST_REASON(&e->st, "payload is JSON nested more than %zu levels deep: exceeds limits.json_depth (%d)", depth - 1,
-                           cfg->limit_json_depth);
+                FIRST_REASON(&e->st, "payload is JSON nested more than %zu levels deep: exceeds limits.json_depth (%d)",
+                             depth - 1, cfg->limit_json_depth);
                 return 1;
         }
         return 0;
@@ -85,9 +85,14 @@ static void derive(const struct pl_topic *pt, struct pl_entry *e)
 
         if (over_limits(pt, e))
                 return;
-        struct record in = {.key = m->key, .key_len = m->key_len, .value = m->value, .value_len = m->value_len,
-                            .headers = m->headers, .header_cnt = m->header_cnt,
-                            .props = m->props, .prop_cnt = m->prop_cnt};
+        struct record in = {.key = m->key,
+                            .key_len = m->key_len,
+                            .value = m->value,
+                            .value_len = m->value_len,
+                            .headers = m->headers,
+                            .header_cnt = m->header_cnt,
+                            .props = m->props,
+                            .prop_cnt = m->prop_cnt};
         if (keyspec_derive_text(t->keyspec, &in, (size_t)pt->cfg->limit_key_bytes, key, sizeof(key), &e->st.key_text,
                                 why, sizeof(why))) {
                 FIRST_REASON(&e->st, "key: %s", why);
@@ -157,8 +162,9 @@ enum mismatch_verdict step_mismatch(struct pl_topic *pt, struct pl_entry *e, con
         int letter = pt->t->on_mismatch == MISMATCH_DEAD_LETTER;
         if (!first || !*first || !strcmp(first, st->fingerprint))
                 return MISMATCH_NONE;
-        log_warn(pt->ctx, "key %s: fingerprint mismatch at partition %d offset %lld: first %.16s…, "
-                          "this message %.16s… (%s)",
+        log_warn(pt->ctx,
+                 "key %s: fingerprint mismatch at partition %d offset %lld: first %.16s…, "
+                 "this message %.16s… (%s)",
                  st->idem_key, (int)e->msg->partition, (long long)e->msg->offset, first, st->fingerprint,
                  letter ? "dead-lettered" : "absorbed");
         if (!letter)
@@ -171,7 +177,7 @@ enum mismatch_verdict step_mismatch(struct pl_topic *pt, struct pl_entry *e, con
 enum store_rc step_note_mismatch(struct pl_topic *pt, const struct pl_entry *e, const char *first,
                                  enum mismatch_verdict v, char *err, size_t errsz)
 {
-        const struct store_mismatch m = {e->st.idem_key, e->msg->topic,      e->msg->partition,    e->msg->offset,
+        const struct store_mismatch m = {e->st.idem_key, e->msg->topic,     e->msg->partition,   e->msg->offset,
                                          first,          e->st.fingerprint, v == MISMATCH_LETTER};
         return store_mismatch_note(pt->store, pt->cfg->namespace, &m, err, errsz);
 }
@@ -185,8 +191,7 @@ static void count_outcomes(const char *topic, const struct store_progress *p)
         metrics_mismatches(topic, (uint64_t)p->mismatches);
 }
 
-size_t step_committed(struct pl_topic *pt, const struct store_progress *prog, size_t nprog,
-                      struct pl_commit *commits)
+size_t step_committed(struct pl_topic *pt, const struct store_progress *prog, size_t nprog, struct pl_commit *commits)
 {
         for (size_t i = 0; i < nprog; i++) {
                 commits[i] = (struct pl_commit){prog[i].topic, prog[i].partition, prog[i].next_offset};
@@ -204,8 +209,8 @@ size_t step_committed(struct pl_topic *pt, const struct store_progress *prog, si
         return nprog;
 }
 
-enum pl_rc step_progress(struct pl_topic *pt, struct store_progress *prog, size_t nprog, enum store_rc *rc,
-                         char *err, size_t errsz)
+enum pl_rc step_progress(struct pl_topic *pt, struct store_progress *prog, size_t nprog, enum store_rc *rc, char *err,
+                         size_t errsz)
 {
         struct store_behind behind;
         for (size_t i = 0; i < nprog; i++)
@@ -215,12 +220,14 @@ enum pl_rc step_progress(struct pl_topic *pt, struct store_progress *prog, size_
         if (!behind.count)
                 return PL_OK;
         if (behind.stored < 0)
-                snprintf(err, errsz, "partition %d has no position in the database although this process committed "
-                                     "up to offset %lld there",
+                snprintf(err, errsz,
+                         "partition %d has no position in the database although this process committed "
+                         "up to offset %lld there",
                          (int)behind.partition, (long long)behind.own);
         else
-                snprintf(err, errsz, "partition %d is at offset %lld in the database, below the %lld this process "
-                                     "committed",
+                snprintf(err, errsz,
+                         "partition %d is at offset %lld in the database, below the %lld this process "
+                         "committed",
                          (int)behind.partition, (long long)behind.stored, (long long)behind.own);
         if (behind.count > 1)
                 snprintf(err + strlen(err), errsz - strlen(err), " (and %zu more partition(s))", behind.count - 1);

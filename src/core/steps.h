@@ -41,15 +41,14 @@ enum store_rc step_note_mismatch(struct pl_topic *pt, const struct pl_entry *e, 
 /** After a COMMIT of prog: fill commits[], add to the stats, remember each
  *  partition's verified position and forget its crash-loop ledger rows.
  *  Returns nprog. */
-size_t step_committed(struct pl_topic *pt, const struct store_progress *prog, size_t nprog,
-                      struct pl_commit *commits);
+size_t step_committed(struct pl_topic *pt, const struct store_progress *prog, size_t nprog, struct pl_commit *commits);
 
 /** Write prog (each partition's own_next filled from what this process
  *  committed): PL_OK; PL_RETRY with the statement's failure in *rc; or
  *  PL_REPOSITION, nothing written, when the database is behind this
  *  process's own commits (err says where). */
-enum pl_rc step_progress(struct pl_topic *pt, struct store_progress *prog, size_t nprog, enum store_rc *rc,
-                         char *err, size_t errsz) __attribute__((warn_unused_result));
+enum pl_rc step_progress(struct pl_topic *pt, struct store_progress *prog, size_t nprog, enum store_rc *rc, char *err,
+                         size_t errsz) __attribute__((warn_unused_result));
 
 /** A failed statement: roll back, and what the batch then is (PL_SPLIT
  *  when the statement refused a value: STORE_DATA). */

@@ -39,7 +39,7 @@ struct txn {
         int conflict;                   /* the keys' INSERT found one committed since the probe */
         const char **probed;            /* after a conflict: the keys the probe found fresh, sorted */
         size_t nprobed;
-        int reported;                   /* the conflict was logged */
+        int reported; /* the conflict was logged */
         char *err;
         size_t errsz;
 };
@@ -94,12 +94,14 @@ static void report_conflict(struct txn *x, int known)
                 log_info(x->pt->ctx, "a key of the batch was claimed by another transaction meanwhile: batch retried "
                                      "with a pessimistic claim");
         else if (!more)
-                log_info(x->pt->ctx, "key %s was claimed by another transaction meanwhile: batch retried with a "
-                                     "pessimistic claim",
+                log_info(x->pt->ctx,
+                         "key %s was claimed by another transaction meanwhile: batch retried with a "
+                         "pessimistic claim",
                          key);
         else
-                log_info(x->pt->ctx, "key %s (and %zu more) was claimed by another transaction meanwhile: batch "
-                                     "retried with a pessimistic claim",
+                log_info(x->pt->ctx,
+                         "key %s (and %zu more) was claimed by another transaction meanwhile: batch "
+                         "retried with a pessimistic claim",
                          key, more);
 }
 
@@ -184,9 +186,13 @@ static enum pl_rc claim(struct txn *x)
         for (size_t j = 0; j < k; j++) {
                 const struct pl_msg *m = x->b.items[x->b.keys[j]].e->msg;
                 const struct pl_state *st = &x->b.items[x->b.keys[j]].e->st;
-                x->claims[j] = (struct store_claim_row){.key = st->idem_key, .key_text = st->key_text, .topic = m->topic,
-                                                        .fingerprint = st->fingerprint, .partition = m->partition,
-                                                        .offset = m->offset, .want_outcome = want[x->b.keys[j]]};
+                x->claims[j] = (struct store_claim_row){.key = st->idem_key,
+                                                        .key_text = st->key_text,
+                                                        .topic = m->topic,
+                                                        .fingerprint = st->fingerprint,
+                                                        .partition = m->partition,
+                                                        .offset = m->offset,
+                                                        .want_outcome = want[x->b.keys[j]]};
         }
         free(want);
         snprintf(what, sizeof(what), "batch of %zu from %s", x->b.n, t->name);
@@ -275,9 +281,13 @@ static enum pl_rc insert_keys(struct txn *x)
                 const struct pl_state *st = &it->e->st;
                 if (it->state != ITEM_APPLIED && it->state != ITEM_REJECTED)
                         continue;
-                rows[n++] = (struct store_key_row){.key = st->idem_key, .key_text = st->key_text, .topic = m->topic,
-                                                   .fingerprint = st->fingerprint, .partition = m->partition,
-                                                   .offset = m->offset, .status = batch_status(it),
+                rows[n++] = (struct store_key_row){.key = st->idem_key,
+                                                   .key_text = st->key_text,
+                                                   .topic = m->topic,
+                                                   .fingerprint = st->fingerprint,
+                                                   .partition = m->partition,
+                                                   .offset = m->offset,
+                                                   .status = batch_status(it),
                                                    .response = batch_response(it)};
         }
         rc = store_insert_keys(x->pt->store, x->pt->cfg->namespace, rows, n, t->retention ? t->retention->keep_ms : 0,
@@ -324,7 +334,8 @@ static enum pl_rc send_replies(struct txn *x)
                 int duplicate = it->state == ITEM_REPEAT || it->state == ITEM_KNOWN, written;
                 enum key_status status;
                 const char *response;
-                if ((!duplicate && it->state != ITEM_APPLIED && it->state != ITEM_REJECTED) || !reply_wanted(t, it->e->msg))
+                if ((!duplicate && it->state != ITEM_APPLIED && it->state != ITEM_REJECTED) ||
+                    !reply_wanted(t, it->e->msg))
                         continue;
                 if (duplicate)
                         batch_first_outcome(&x->b, it, &status, &response);
@@ -407,9 +418,15 @@ static const struct txn_step {
         const char *name;
         enum pl_rc (*run)(struct txn *x);
 } txn_steps[] = {
-        {"derive", derive_keys},      {"dead_letter", dead_letter_unkeyable}, {"dedupe", dedupe},
-        {"claim", claim},             {"mismatch", handle_mismatches},        {"handler", run_handler},
-        {"outcomes", record_outcomes}, {"replies", send_replies},             {"progress", record_progress},
+        {"derive", derive_keys},
+        {"dead_letter", dead_letter_unkeyable},
+        {"dedupe", dedupe},
+        {"claim", claim},
+        {"mismatch", handle_mismatches},
+        {"handler", run_handler},
+        {"outcomes", record_outcomes},
+        {"replies", send_replies},
+        {"progress", record_progress},
         {"commit", commit},
 };
 
@@ -467,8 +484,9 @@ static enum pl_rc txn_process(struct pl_topic *pt, struct pl_entry *const *ents,
         rc = txn_attempt(&x, ents, n, commits, ncommits);
         if (contended(&x, rc)) {
                 if (!x.conflict)
-                        log_info(pt->ctx, "batch of %zu failed (%s): run again at once with a pessimistic claim, in case "
-                                          "another transaction on its keys caused it",
+                        log_info(pt->ctx,
+                                 "batch of %zu failed (%s): run again at once with a pessimistic claim, in case "
+                                 "another transaction on its keys caused it",
                                  n, err);
                 pt->optimistic_after = log_now_ms() + PESSIMISTIC_MS;
                 /* Rolled back: at once again, claiming first. Not the messages'

@@ -52,8 +52,9 @@ static void *watch(void *arg)
                         notify_watchdog(now);
                 if (!w->cancelled_ms && ran > w->timeout_ms) {
                         char err[256];
-                        log_error("watchdog", "%s still running after %lld ms (batch.timeout_ms %d): "
-                                              "cancelling its SQL",
+                        log_error("watchdog",
+                                  "%s still running after %lld ms (batch.timeout_ms %d): "
+                                  "cancelling its SQL",
                                   w->what, (long long)ran, w->timeout_ms);
                         if (store_cancel_send(w->cancel, err, sizeof(err)))
                                 log_warn("watchdog", "cancel request failed: %s", err);
@@ -61,9 +62,10 @@ static void *watch(void *arg)
                 } else if (w->cancelled_ms) {
                         int grace = w->timeout_ms / 2 > 2000 ? w->timeout_ms / 2 : 2000;
                         if (now - w->cancelled_ms > grace) {
-                                log_error("watchdog", "%s still running %lld ms after its SQL was "
-                                                      "cancelled (stuck outside the database): ending the "
-                                                      "process so the database rolls the batch back",
+                                log_error("watchdog",
+                                          "%s still running %lld ms after its SQL was "
+                                          "cancelled (stuck outside the database): ending the "
+                                          "process so the database rolls the batch back",
                                           w->what, (long long)(now - w->cancelled_ms));
                                 _exit(EXIT_STALLED);
                         }

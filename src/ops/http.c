@@ -117,8 +117,8 @@ struct http *http_start(const struct http_opts *o, char *err, size_t errsz)
         /* One thread polling with epoll (poll where there is none): an idle connection is one
          * descriptor in its set, never a thread blocked on it, so /readyz is served beside any
          * number of them — up to the limits, which are what keeps them few. */
-        unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
-                         (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+        unsigned flags =
+                MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
         h->d = MHD_start_daemon(flags, 0, NULL, NULL, serve, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
                                 MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT, o->max_connections,
                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->max_connections_per_ip,

@@ -7,17 +7,17 @@
 struct http;
 
 /** What dedupd and dedupctl check say of an http.listen that is not loopback. */
-#define HTTP_EXPOSED_WARNING                                                                                     \
-        "/metrics, /healthz and /readyz answer whoever reaches it, with no authentication and no TLS; expose "  \
-        "them only to the Prometheus network (a firewall, a NetworkPolicy) or through a reverse proxy that "     \
+#define HTTP_EXPOSED_WARNING                                                                                           \
+        "/metrics, /healthz and /readyz answer whoever reaches it, with no authentication and no TLS; expose "         \
+        "them only to the Prometheus network (a firewall, a NetworkPolicy) or through a reverse proxy that "           \
         "authenticates (docs/operating.md: Metrics and health)"
 
 /** Where and within which bounds (the http: section). */
 struct http_opts {
-        const char *listen;                  /* "host:port", "[v6]:port"; port 0 picks a free one */
-        unsigned max_connections;            /* at once; more wait in the kernel's backlog */
-        unsigned max_connections_per_ip;     /* more from one address are closed at once */
-        unsigned idle_timeout_s;             /* a connection silent this long is closed */
+        const char *listen;              /* "host:port", "[v6]:port"; port 0 picks a free one */
+        unsigned max_connections;        /* at once; more wait in the kernel's backlog */
+        unsigned max_connections_per_ip; /* more from one address are closed at once */
+        unsigned idle_timeout_s;         /* a connection silent this long is closed */
 };
 
 /** Serve as o says. Returns NULL with the reason (address unparsable, or in use). */

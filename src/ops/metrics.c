@@ -7,7 +7,8 @@
 
 #include "ops/registry.h"
 
-#define SECONDS_BUCKETS .buckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}, .nbuckets = 13
+#define SECONDS_BUCKETS                                                                                                \
+        .buckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}, .nbuckets = 13
 #define SIZE_BUCKETS .buckets = {1, 5, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10000}, .nbuckets = 11
 
 enum family {
@@ -42,82 +43,119 @@ enum family {
 };
 
 static const struct metric_def defs[FAMILIES] = {
-        [BUILD_INFO] = {.name = "dedupd_build_info", .type = METRIC_GAUGE,
-                       .help = "dedupd's version, handler ABI and the libraries it runs on",
-                       .labels = {"version", "handler_abi", "broker_client", "libpq"}},
-        [MESSAGES] = {.name = "dedupd_messages_total", .type = METRIC_COUNTER,
-                       .help = "Messages in committed batches, by outcome: applied (the effect ran), duplicate (absorbed, the first "
-                               "outcome kept), rejected (the handler said no, recorded), dead_lettered",
-                       .labels = {"topic", "outcome"}},
-        [MISMATCHES] = {.name = "dedupd_fingerprint_mismatches_total", .type = METRIC_COUNTER,
-                       .help = "Messages whose key was seen with another payload (absorbed or dead-lettered)",
-                       .labels = {"topic"}},
-        [BATCH_MESSAGES] = {.name = "dedupd_batch_messages", .type = METRIC_HISTOGRAM,
-                       .help = "Messages per committed batch",
-                       .labels = {"topic"}, SIZE_BUCKETS},
-        [BATCH_SECONDS] = {.name = "dedupd_batch_duration_seconds", .type = METRIC_HISTOGRAM,
-                       .help = "Time from a batch's BEGIN to its COMMIT (the handler included)",
-                       .labels = {"topic"}, SECONDS_BUCKETS},
-        [BATCH_RETRIES] = {.name = "dedupd_batch_retries_total", .type = METRIC_COUNTER,
-                       .help = "Batches rolled back to be retried",
-                       .labels = {"topic"}},
-        [DB_ERRORS] = {.name = "dedupd_db_errors_total", .type = METRIC_COUNTER,
-                       .help = "Failed database statements, by SQLSTATE class (none: no SQLSTATE, e.g. the connection is gone)",
+        [BUILD_INFO] = {.name = "dedupd_build_info",
+                        .type = METRIC_GAUGE,
+                        .help = "dedupd's version, handler ABI and the libraries it runs on",
+                        .labels = {"version", "handler_abi", "broker_client", "libpq"}},
+        [MESSAGES] = {.name = "dedupd_messages_total",
+                      .type = METRIC_COUNTER,
+                      .help = "Messages in committed batches, by outcome: applied (the effect ran), duplicate "
+                              "(absorbed, the first "
+                              "outcome kept), rejected (the handler said no, recorded), dead_lettered",
+                      .labels = {"topic", "outcome"}},
+        [MISMATCHES] = {.name = "dedupd_fingerprint_mismatches_total",
+                        .type = METRIC_COUNTER,
+                        .help = "Messages whose key was seen with another payload (absorbed or dead-lettered)",
+                        .labels = {"topic"}},
+        [BATCH_MESSAGES] = {.name = "dedupd_batch_messages",
+                            .type = METRIC_HISTOGRAM,
+                            .help = "Messages per committed batch",
+                            .labels = {"topic"},
+                            SIZE_BUCKETS},
+        [BATCH_SECONDS] = {.name = "dedupd_batch_duration_seconds",
+                           .type = METRIC_HISTOGRAM,
+                           .help = "Time from a batch's BEGIN to its COMMIT (the handler included)",
+                           .labels = {"topic"},
+                           SECONDS_BUCKETS},
+        [BATCH_RETRIES] = {.name = "dedupd_batch_retries_total",
+                           .type = METRIC_COUNTER,
+                           .help = "Batches rolled back to be retried",
+                           .labels = {"topic"}},
+        [DB_ERRORS] = {.name = "dedupd_db_errors_total",
+                       .type = METRIC_COUNTER,
+                       .help = "Failed database statements, by SQLSTATE class (none: no SQLSTATE, e.g. the connection "
+                               "is gone)",
                        .labels = {"class"}},
-        [LAG] = {.name = "dedupd_consumer_lag", .type = METRIC_GAUGE,
-                       .help = "Messages of a partition not yet committed (librdkafka's consumer_lag)",
-                       .labels = {"topic", "partition"}},
-        [QUARANTINES] = {.name = "dedupd_quarantines_total", .type = METRIC_COUNTER,
-                       .help = "Messages the crash-loop guard ran alone after the process died while they were in flight",
-                       .labels = {"topic"}},
-        [TAKEOVERS] = {.name = "dedupd_lease_takeovers_total", .type = METRIC_COUNTER,
+        [LAG] = {.name = "dedupd_consumer_lag",
+                 .type = METRIC_GAUGE,
+                 .help = "Messages of a partition not yet committed (librdkafka's consumer_lag)",
+                 .labels = {"topic", "partition"}},
+        [QUARANTINES] =
+                {.name = "dedupd_quarantines_total",
+                 .type = METRIC_COUNTER,
+                 .help = "Messages the crash-loop guard ran alone after the process died while they were in flight",
+                 .labels = {"topic"}},
+        [TAKEOVERS] = {.name = "dedupd_lease_takeovers_total",
+                       .type = METRIC_COUNTER,
                        .help = "External mode: PENDING keys taken over after their owner's lease expired",
                        .labels = {"topic"}},
-        [EXPIRED] = {.name = "dedupd_keys_expired_total", .type = METRIC_COUNTER,
-                       .help = "External mode: PENDING keys the reaper marked EXPIRED",
-                       .labels = {"topic"}},
-        [OUTBOX_BACKLOG] = {.name = "dedupd_outbox_backlog", .type = METRIC_GAUGE,
-                       .help = "Outbox rows committed but not yet published (given-up rows not counted)"},
-        [OUTBOX_PUBLISHED] = {.name = "dedupd_outbox_published_total", .type = METRIC_COUNTER,
-                       .help = "Outbox rows the broker acknowledged, marked sent"},
-        [OUTBOX_FAILURES] = {.name = "dedupd_outbox_publish_failures_total", .type = METRIC_COUNTER,
-                       .help = "Publishes of an outbox row the broker refused (each retried after a backoff, or given up)"},
-        [OUTBOX_GIVEN_UP_TOTAL] = {.name = "dedupd_outbox_given_up_total", .type = METRIC_COUNTER,
-                       .help = "Outbox rows given up after outbox.max_failures failed publishes"},
-        [OUTBOX_GIVEN_UP] = {.name = "dedupd_outbox_given_up", .type = METRIC_GAUGE,
-                       .help = "Outbox rows given up and kept, waiting for dedupctl outbox retry or drop"},
-        [OUTBOX_PURGED] = {.name = "dedupd_outbox_purged_total", .type = METRIC_COUNTER,
-                       .help = "Sent outbox rows deleted by purge after outbox.keep"},
-        [PURGED_KEYS] = {.name = "dedupd_purged_keys_total", .type = METRIC_COUNTER,
-                       .help = "Expired keys deleted by purge"},
-        [PURGED_RESPONSES] = {.name = "dedupd_purged_responses_total", .type = METRIC_COUNTER,
-                       .help = "Responses cleared after their response_ttl"},
-        [PURGE_LAST] = {.name = "dedupd_purge_last_run_timestamp_seconds", .type = METRIC_GAUGE,
-                       .help = "When the last purge run finished (Unix time)"},
-        [PENDING] = {.name = "dedupd_pending_keys", .type = METRIC_GAUGE,
-                       .help = "Keys in PENDING (external mode: effects in flight)"},
-        [PENDING_AGE] = {.name = "dedupd_pending_oldest_age_seconds", .type = METRIC_GAUGE,
-                       .help = "Age of the oldest PENDING key"},
-        [READY] = {.name = "dedupd_ready", .type = METRIC_GAUGE,
-                       .help = "1 when the instance is ready (as /readyz answers), else 0"},
-        [SPLITS] = {.name = "dedupd_batch_splits_total", .type = METRIC_COUNTER,
-                       .help = "Batches that failed without a message named (a value dedupd's own statements refused, "
-                               "a handler that broke the transaction) and were split to find the one",
-                       .labels = {"topic"}},
-        [CLAIM_CONFLICTS] = {.name = "dedupd_claim_conflicts_total", .type = METRIC_COUNTER,
-                       .help = "Transactional mode: batches whose keys another transaction committed between the look "
-                               "and the insert (a zombie, a second instance during a rebalance), rolled back and "
-                               "retried at once with a pessimistic claim",
-                       .labels = {"topic"}},
-        [REPLIES_REFUSED] = {.name = "dedupd_replies_refused_total", .type = METRIC_COUNTER,
-                       .help = "Replies not sent, in committed batches, the message applied without one: invalid (a reply-to the broker cannot "
-                               "take: not UTF-8, not a legal name, too long) or not_allowed (outside reply.allow)",
-                       .labels = {"topic", "reason"}},
-        [HANDLER_REFUSALS] = {.name = "dedupd_handler_calls_refused_total", .type = METRIC_COUNTER,
-                       .help = "Host calls refused for a value dedupd cannot store or publish (a response that is not "
-                               "UTF-8, an emit to an illegal destination), in messages whose outcome committed: the "
-                               "call returned -1",
-                       .labels = {"call"}},
+        [EXPIRED] = {.name = "dedupd_keys_expired_total",
+                     .type = METRIC_COUNTER,
+                     .help = "External mode: PENDING keys the reaper marked EXPIRED",
+                     .labels = {"topic"}},
+        [OUTBOX_BACKLOG] = {.name = "dedupd_outbox_backlog",
+                            .type = METRIC_GAUGE,
+                            .help = "Outbox rows committed but not yet published (given-up rows not counted)"},
+        [OUTBOX_PUBLISHED] = {.name = "dedupd_outbox_published_total",
+                              .type = METRIC_COUNTER,
+                              .help = "Outbox rows the broker acknowledged, marked sent"},
+        [OUTBOX_FAILURES] =
+                {.name = "dedupd_outbox_publish_failures_total",
+                 .type = METRIC_COUNTER,
+                 .help = "Publishes of an outbox row the broker refused (each retried after a backoff, or given up)"},
+        [OUTBOX_GIVEN_UP_TOTAL] = {.name = "dedupd_outbox_given_up_total",
+                                   .type = METRIC_COUNTER,
+                                   .help = "Outbox rows given up after outbox.max_failures failed publishes"},
+        [OUTBOX_GIVEN_UP] = {.name = "dedupd_outbox_given_up",
+                             .type = METRIC_GAUGE,
+                             .help = "Outbox rows given up and kept, waiting for dedupctl outbox retry or drop"},
+        [OUTBOX_PURGED] = {.name = "dedupd_outbox_purged_total",
+                           .type = METRIC_COUNTER,
+                           .help = "Sent outbox rows deleted by purge after outbox.keep"},
+        [PURGED_KEYS] = {.name = "dedupd_purged_keys_total",
+                         .type = METRIC_COUNTER,
+                         .help = "Expired keys deleted by purge"},
+        [PURGED_RESPONSES] = {.name = "dedupd_purged_responses_total",
+                              .type = METRIC_COUNTER,
+                              .help = "Responses cleared after their response_ttl"},
+        [PURGE_LAST] = {.name = "dedupd_purge_last_run_timestamp_seconds",
+                        .type = METRIC_GAUGE,
+                        .help = "When the last purge run finished (Unix time)"},
+        [PENDING] = {.name = "dedupd_pending_keys",
+                     .type = METRIC_GAUGE,
+                     .help = "Keys in PENDING (external mode: effects in flight)"},
+        [PENDING_AGE] = {.name = "dedupd_pending_oldest_age_seconds",
+                         .type = METRIC_GAUGE,
+                         .help = "Age of the oldest PENDING key"},
+        [READY] = {.name = "dedupd_ready",
+                   .type = METRIC_GAUGE,
+                   .help = "1 when the instance is ready (as /readyz answers), else 0"},
+        [SPLITS] = {.name = "dedupd_batch_splits_total",
+                    .type = METRIC_COUNTER,
+                    .help = "Batches that failed without a message named (a value dedupd's own statements refused, "
+                            "a handler that broke the transaction) and were split to find the one",
+                    .labels = {"topic"}},
+        [CLAIM_CONFLICTS] =
+                {.name = "dedupd_claim_conflicts_total",
+                 .type = METRIC_COUNTER,
+                 .help = "Transactional mode: batches whose keys another transaction committed between the look "
+                         "and the insert (a zombie, a second instance during a rebalance), rolled back and "
+                         "retried at once with a pessimistic claim",
+                 .labels = {"topic"}},
+        [REPLIES_REFUSED] =
+                {.name = "dedupd_replies_refused_total",
+                 .type = METRIC_COUNTER,
+                 .help = "Replies not sent, in committed batches, the message applied without one: invalid (a reply-to "
+                         "the broker cannot "
+                         "take: not UTF-8, not a legal name, too long) or not_allowed (outside reply.allow)",
+                 .labels = {"topic", "reason"}},
+        [HANDLER_REFUSALS] =
+                {.name = "dedupd_handler_calls_refused_total",
+                 .type = METRIC_COUNTER,
+                 .help = "Host calls refused for a value dedupd cannot store or publish (a response that is not "
+                         "UTF-8, an emit to an illegal destination), in messages whose outcome committed: the "
+                         "call returned -1",
+                 .labels = {"call"}},
 };
 
 static struct registry *reg;
@@ -169,8 +207,8 @@ void metrics_topic(const char *topic)
                 return;
         for (size_t i = 0; i < sizeof(outcomes) / sizeof(*outcomes); i++)
                 metric_inc(fam[MESSAGES], (const char *const[]){topic, outcomes[i]}, 0);
-        static const enum family per_topic[] = {MISMATCHES, BATCH_RETRIES, QUARANTINES, TAKEOVERS, EXPIRED, SPLITS,
-                                                   CLAIM_CONFLICTS};
+        static const enum family per_topic[] = {MISMATCHES, BATCH_RETRIES, QUARANTINES,    TAKEOVERS,
+                                                EXPIRED,    SPLITS,        CLAIM_CONFLICTS};
         for (size_t i = 0; i < sizeof(per_topic) / sizeof(*per_topic); i++)
                 metric_inc(fam[per_topic[i]], (const char *const[]){topic}, 0);
 }

@@ -11,7 +11,7 @@
 
 struct series {
         char *values[METRIC_MAX_LABELS];
-        double value;                         /* counter, gauge */
+        double value;                          /* counter, gauge */
         double counts[METRIC_MAX_BUCKETS + 1]; /* histogram: per bucket, the last is +Inf */
         double sum;
         double count;
@@ -137,7 +137,6 @@ void metric_forget(struct metric *m, const char *const *values)
 
 /* ---- rendering ----------------------------------------------------------- */
 
-
 /* Label values escape \, " and newline; help text escapes \ and newline. */
 static void put_escaped(struct strbuf *o, const char *s, int quotes)
 {
@@ -179,7 +178,7 @@ static void put_sample(struct strbuf *o, const struct metric *m, const struct se
         if (m->nlabels || le) {
                 strbuf_adds(o, "{");
                 for (size_t l = 0; l < m->nlabels; l++) {
-                        strbuf_adds(o, l ? ",": "");
+                        strbuf_adds(o, l ? "," : "");
                         strbuf_adds(o, m->def->labels[l]);
                         strbuf_adds(o, "=\"");
                         put_escaped(o, s->values[l], 1);

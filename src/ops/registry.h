@@ -29,8 +29,8 @@ void registry_free(struct registry *r);
 struct metric *registry_add(struct registry *r, const struct metric_def *def);
 
 /* Updates, safe from any thread; label values in the order of def->labels. */
-void metric_inc(struct metric *m, const char *const *values, double by); /* counter, gauge */
-void metric_set(struct metric *m, const char *const *values, double v);  /* gauge */
+void metric_inc(struct metric *m, const char *const *values, double by);    /* counter, gauge */
+void metric_set(struct metric *m, const char *const *values, double v);     /* gauge */
 void metric_observe(struct metric *m, const char *const *values, double v); /* histogram */
 /** Drop one series (a partition no longer assigned). */
 void metric_forget(struct metric *m, const char *const *values);

@@ -68,4 +68,3 @@ void store_array_free(struct store_array *a)
         free(a->p);
         memset(a, 0, sizeof(*a));
 }
-

@@ -28,11 +28,11 @@ struct store_crashes {
         char live_owners[256];
 };
 enum store_rc store_attempt_covering(struct store *s, const char *ns, const char *topic, int32_t partition,
-                                     int64_t offset, const char *me, struct store_crashes *out, char *err,
-                                     size_t errsz) __attribute__((warn_unused_result));
+                                     int64_t offset, const char *me, struct store_crashes *out, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
 /** Count a start of the batch [from, until) by me. */
-enum store_rc store_attempt_batch(struct store *s, const char *ns, const char *topic, int32_t partition,
-                                  int64_t from, int64_t until, const char *me, char *err, size_t errsz)
+enum store_rc store_attempt_batch(struct store *s, const char *ns, const char *topic, int32_t partition, int64_t from,
+                                  int64_t until, const char *me, char *err, size_t errsz)
         __attribute__((warn_unused_result));
 /** Count a start of the message at offset alone by me, taking over the
  *  single rows at offset of owners no longer live (their starts crashed).

@@ -23,8 +23,7 @@ enum store_rc store_relation_exists(struct store *s, const char *name, int *exis
         return STORE_OK;
 }
 
-enum store_rc store_audit_key(struct store *s, const char *ns, const char *key, PGresult **out, char *err,
-                              size_t errsz)
+enum store_rc store_audit_key(struct store *s, const char *ns, const char *key, PGresult **out, char *err, size_t errsz)
 {
         const char *params[2] = {ns, key};
         return store_query(s,
@@ -105,31 +104,28 @@ static char *evidence_sql(enum store_evidence_check check, const char *t, const 
         char *sql = NULL;
         switch (check) {
         case EVIDENCE_TWO_EFFECTS: /* of this namespace, or of none */
-                sql = xasprintf(
-                             "SELECT e.%2$s, count(*), k.topic, k.partition, k.\"offset\" FROM %1$s e"
-                             " LEFT JOIN dedupd.keys k ON k.namespace = $1 AND k.idem_key = e.%2$s"
-                             " WHERE (k.idem_key IS NOT NULL OR NOT EXISTS"
-                             " (SELECT 1 FROM dedupd.keys o WHERE o.idem_key = e.%2$s)) AND $2::text[] IS NOT NULL"
-                             " GROUP BY e.%2$s, k.topic, k.partition, k.\"offset\" HAVING count(*) > 1"
-                             " ORDER BY e.%2$s",
-                             t, k);
+                sql = xasprintf("SELECT e.%2$s, count(*), k.topic, k.partition, k.\"offset\" FROM %1$s e"
+                                " LEFT JOIN dedupd.keys k ON k.namespace = $1 AND k.idem_key = e.%2$s"
+                                " WHERE (k.idem_key IS NOT NULL OR NOT EXISTS"
+                                " (SELECT 1 FROM dedupd.keys o WHERE o.idem_key = e.%2$s)) AND $2::text[] IS NOT NULL"
+                                " GROUP BY e.%2$s, k.topic, k.partition, k.\"offset\" HAVING count(*) > 1"
+                                " ORDER BY e.%2$s",
+                                t, k);
                 break;
         case EVIDENCE_DONE_WITHOUT:
-                sql = xasprintf(
-                             "SELECT k.idem_key, 0, k.topic, k.partition, k.\"offset\" FROM dedupd.keys k"
-                             " WHERE k.namespace = $1 AND k.status = 'DONE' AND k.topic = ANY($2::text[])"
-                             " AND NOT EXISTS (SELECT 1 FROM %1$s e WHERE e.%2$s = k.idem_key)"
-                             " ORDER BY k.idem_key",
-                             t, k);
+                sql = xasprintf("SELECT k.idem_key, 0, k.topic, k.partition, k.\"offset\" FROM dedupd.keys k"
+                                " WHERE k.namespace = $1 AND k.status = 'DONE' AND k.topic = ANY($2::text[])"
+                                " AND NOT EXISTS (SELECT 1 FROM %1$s e WHERE e.%2$s = k.idem_key)"
+                                " ORDER BY k.idem_key",
+                                t, k);
                 break;
         case EVIDENCE_FAILED_WITH:
-                sql = xasprintf(
-                             "SELECT k.idem_key, (SELECT count(*) FROM %1$s e WHERE e.%2$s = k.idem_key),"
-                             " k.topic, k.partition, k.\"offset\" FROM dedupd.keys k"
-                             " WHERE k.namespace = $1 AND k.status = 'FAILED' AND $2::text[] IS NOT NULL"
-                             " AND EXISTS (SELECT 1 FROM %1$s e WHERE e.%2$s = k.idem_key)"
-                             " ORDER BY k.idem_key",
-                             t, k);
+                sql = xasprintf("SELECT k.idem_key, (SELECT count(*) FROM %1$s e WHERE e.%2$s = k.idem_key),"
+                                " k.topic, k.partition, k.\"offset\" FROM dedupd.keys k"
+                                " WHERE k.namespace = $1 AND k.status = 'FAILED' AND $2::text[] IS NOT NULL"
+                                " AND EXISTS (SELECT 1 FROM %1$s e WHERE e.%2$s = k.idem_key)"
+                                " ORDER BY k.idem_key",
+                                t, k);
                 break;
         }
         return sql;
@@ -161,8 +157,8 @@ out:
         return rc;
 }
 
-enum store_rc store_mismatch_summary(struct store *s, const char *ns, int examples, PGresult **count,
-                                     PGresult **rows, char *err, size_t errsz)
+enum store_rc store_mismatch_summary(struct store *s, const char *ns, int examples, PGresult **count, PGresult **rows,
+                                     char *err, size_t errsz)
 {
         char lim[16];
         enum store_rc rc;

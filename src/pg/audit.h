@@ -17,16 +17,16 @@ enum store_rc store_relation_exists(struct store *s, const char *name, int *exis
         __attribute__((warn_unused_result));
 
 /** One key's record: every column of dedupd.keys worth showing, by name. */
-enum store_rc store_audit_key(struct store *s, const char *ns, const char *key, PGresult **out, char *err,
-                              size_t errsz) __attribute__((warn_unused_result));
+enum store_rc store_audit_key(struct store *s, const char *ns, const char *key, PGresult **out, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
 
 /** status, count — keys of ns by status. */
 enum store_rc store_audit_statuses(struct store *s, const char *ns, PGresult **out, char *err, size_t errsz)
         __attribute__((warn_unused_result));
 
 /** topic, partition, next_offset and the counters of dedupd.offsets. */
-enum store_rc store_audit_partitions(struct store *s, const char *ns, PGresult **out, char *err,
-                                     size_t errsz) __attribute__((warn_unused_result));
+enum store_rc store_audit_partitions(struct store *s, const char *ns, PGresult **out, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
 
 /** idem_key, status, topic, partition, offset, since — EXPIRED keys and
  *  PENDING ones older than 10 minutes. */
@@ -46,9 +46,9 @@ enum store_rc store_audit_since(struct store *s, const char *ns, int64_t since_m
 /** The three checks of a handler's evidence: one row per effect in table,
  *  keyed by key_column. */
 enum store_evidence_check {
-        EVIDENCE_TWO_EFFECTS,        /* keys with more than one effect */
-        EVIDENCE_DONE_WITHOUT,       /* DONE keys of the topics with none */
-        EVIDENCE_FAILED_WITH,        /* FAILED keys with one */
+        EVIDENCE_TWO_EFFECTS,  /* keys with more than one effect */
+        EVIDENCE_DONE_WITHOUT, /* DONE keys of the topics with none */
+        EVIDENCE_FAILED_WITH,  /* FAILED keys with one */
 };
 #define STORE_EVIDENCE_CHECKS 3
 
@@ -64,7 +64,7 @@ enum store_rc store_audit_evidence(struct store *s, const char *ns, const char *
 /** dedupd.mismatches (written by pg/mismatches): how many the namespace holds and the newest `examples`; one row
  *  with the count (column 0), then a row per example (key, topic, partition,
  *  offset, "absorbed at TIME" or "dead-lettered at TIME"); the caller PQclears both. */
-enum store_rc store_mismatch_summary(struct store *s, const char *ns, int examples, PGresult **count,
-                                     PGresult **rows, char *err, size_t errsz) __attribute__((warn_unused_result));
+enum store_rc store_mismatch_summary(struct store *s, const char *ns, int examples, PGresult **count, PGresult **rows,
+                                     char *err, size_t errsz) __attribute__((warn_unused_result));
 
 #endif

@@ -56,15 +56,16 @@ enum store_rc store_evidence_declare(struct store *s, const char *ns, const char
                            5, params, NULL, err, errsz);
 }
 
-enum store_rc store_evidence_declared(struct store *s, const char *ns, const char *topic, char **handler,
-                                      char **table, char **column, char *err, size_t errsz)
+enum store_rc store_evidence_declared(struct store *s, const char *ns, const char *topic, char **handler, char **table,
+                                      char **column, char *err, size_t errsz)
 {
         const char *params[2] = {ns, topic};
         PGresult *r = NULL;
         enum store_rc rc;
         *handler = *table = *column = NULL;
-        rc = store_query(s, "SELECT table_name, key_column, handler FROM dedupd.evidence WHERE namespace = $1 AND topic = $2",
-                         2, params, &r, err, errsz);
+        rc = store_query(
+                s, "SELECT table_name, key_column, handler FROM dedupd.evidence WHERE namespace = $1 AND topic = $2", 2,
+                params, &r, err, errsz);
         if (rc == STORE_UNDEFINED)
                 return STORE_OK;
         if (rc)

@@ -20,9 +20,8 @@ enum store_rc store_evidence_declare(struct store *s, const char *ns, const char
 
 /** What topic's handler declared: *handler, *table and *column (free them),
  *  NULL when nothing (or no dedupd.evidence yet: a schema before migration 12). */
-enum store_rc store_evidence_declared(struct store *s, const char *ns, const char *topic, char **handler,
-                                      char **table, char **column, char *err, size_t errsz)
-        __attribute__((warn_unused_result));
+enum store_rc store_evidence_declared(struct store *s, const char *ns, const char *topic, char **handler, char **table,
+                                      char **column, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 /** 1 in *table_ok when table exists, in *column_ok when it has column. */
 enum store_rc store_evidence_exists(struct store *s, const char *table, const char *column, int *table_ok,

@@ -9,13 +9,14 @@ enum store_rc store_read_gauges(struct store *s, const char *ns, struct store_ga
 {
         PGresult *r = NULL;
         const char *params[1] = {ns};
-        enum store_rc rc = store_query(s,
-                 "SELECT count(*), coalesce(extract(epoch FROM now() - min(created_at)), 0),"
-                 " (SELECT count(*) FROM dedupd.outbox WHERE namespace = $1 AND sent_at IS NULL"
-                 "  AND given_up_at IS NULL),"
-                 " (SELECT count(*) FROM dedupd.outbox WHERE namespace = $1 AND given_up_at IS NOT NULL)"
-                 " FROM dedupd.keys WHERE namespace = $1 AND status = 'PENDING'",
-                 1, params, &r, err, errsz);
+        enum store_rc rc =
+                store_query(s,
+                            "SELECT count(*), coalesce(extract(epoch FROM now() - min(created_at)), 0),"
+                            " (SELECT count(*) FROM dedupd.outbox WHERE namespace = $1 AND sent_at IS NULL"
+                            "  AND given_up_at IS NULL),"
+                            " (SELECT count(*) FROM dedupd.outbox WHERE namespace = $1 AND given_up_at IS NOT NULL)"
+                            " FROM dedupd.keys WHERE namespace = $1 AND status = 'PENDING'",
+                            1, params, &r, err, errsz);
         if (rc != STORE_OK)
                 return rc;
         g->pending = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
@@ -35,10 +36,11 @@ enum store_rc store_outbox_backlog(struct store *s, const char *ns, int64_t upto
         const char *params[2] = {ns, lim};
         /* Counted along the partial index of unsent rows, and no further than
          * asked; a row given up waits for an operator, not for the relay. */
-        enum store_rc rc = store_query(s,
-                 "SELECT count(*) FROM (SELECT 1 FROM dedupd.outbox WHERE namespace = $1 AND sent_at IS NULL"
-                 " AND given_up_at IS NULL LIMIT $2::bigint) u",
-                 2, params, &r, err, errsz);
+        enum store_rc rc =
+                store_query(s,
+                            "SELECT count(*) FROM (SELECT 1 FROM dedupd.outbox WHERE namespace = $1 AND sent_at IS NULL"
+                            " AND given_up_at IS NULL LIMIT $2::bigint) u",
+                            2, params, &r, err, errsz);
         if (rc != STORE_OK)
                 return rc;
         *unsent = strtoll(PQgetvalue(r, 0, 0), NULL, 10);

@@ -7,10 +7,10 @@
 #include "pg/store.h"
 
 struct store_gauges {
-        int64_t pending;          /* keys in PENDING */
-        double pending_oldest_s;  /* age of the oldest, 0 when none */
-        int64_t outbox_unsent;    /* outbox rows not yet published, given-up ones not counted */
-        int64_t outbox_given_up;  /* outbox rows given up (dedupctl outbox retry) */
+        int64_t pending;         /* keys in PENDING */
+        double pending_oldest_s; /* age of the oldest, 0 when none */
+        int64_t outbox_unsent;   /* outbox rows not yet published, given-up ones not counted */
+        int64_t outbox_given_up; /* outbox rows given up (dedupctl outbox retry) */
 };
 
 /** One statement, by the partial indexes on PENDING keys and unsent and given-up outbox rows. */

@@ -15,8 +15,8 @@ struct dedupd_rows;
  *  returned during the current call (pg/handler_exec.h). */
 struct store_handler_ctx {
         const struct dedupd_host *host;
-        struct store *store;       /* NULL: no connection to give (the handler gets NULL) */
-        struct dedupd_rows *rows;  /* owned: freed by store_handler_release */
+        struct store *store;      /* NULL: no connection to give (the handler gets NULL) */
+        struct dedupd_rows *rows; /* owned: freed by store_handler_release */
 };
 
 /** host->conn: the connection of ctx's store (in transactional mode inside

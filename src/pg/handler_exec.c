@@ -30,16 +30,13 @@ static enum store_handler_rc classify(PGconn *conn, const PGresult *res)
         const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
         switch (store_classify(conn, res)) {
         case STORE_RETRY:
-        case STORE_CONN:
-                return STORE_HANDLER_TRANSIENT;
-        default:
-                return state && !strncmp(state, "23", 2) ? STORE_HANDLER_CONSTRAINT : STORE_HANDLER_FATAL;
+        case STORE_CONN: return STORE_HANDLER_TRANSIENT;
+        default: return state && !strncmp(state, "23", 2) ? STORE_HANDLER_CONSTRAINT : STORE_HANDLER_FATAL;
         }
 }
 
 enum store_handler_rc store_handler_exec(struct store_handler_ctx *h, const char *sql, int nparams,
-                                         const char *const *params, struct dedupd_rows **rows, char *why,
-                                         size_t whysz)
+                                         const char *const *params, struct dedupd_rows **rows, char *why, size_t whysz)
 {
         PGconn *conn = h->store ? store_conn(h->store) : NULL;
         enum store_handler_rc rc;

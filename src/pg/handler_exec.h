@@ -19,8 +19,7 @@ enum store_handler_rc {
  *  store_handler_release. On failure why holds "SQLSTATE 40001: could not
  *  serialize ..." (the primary message: never a parameter's bytes). */
 enum store_handler_rc store_handler_exec(struct store_handler_ctx *h, const char *sql, int nparams,
-                                         const char *const *params, struct dedupd_rows **rows, char *why,
-                                         size_t whysz);
+                                         const char *const *params, struct dedupd_rows **rows, char *why, size_t whysz);
 
 /** Free every result of h's statements. */
 void store_handler_release(struct store_handler_ctx *h);

@@ -21,17 +21,17 @@
  * An instance behind a connection pooler has no session of its own
  * (backend_pid 0): its lease alone decides.
  */
-#define STORE_INSTANCE_LIVE(owner)                                                                              \
-        "EXISTS (SELECT 1 FROM dedupd.instances i LEFT JOIN pg_catalog.pg_stat_activity s ON s.pid = i.backend_pid" \
-        " WHERE i.owner = " owner " AND i.lease_until > now()"                                                  \
+#define STORE_INSTANCE_LIVE(owner)                                                                                     \
+        "EXISTS (SELECT 1 FROM dedupd.instances i LEFT JOIN pg_catalog.pg_stat_activity s ON s.pid = i.backend_pid"    \
+        " WHERE i.owner = " owner " AND i.lease_until > now()"                                                         \
         " AND (i.backend_pid = 0 OR s.pid IS NOT NULL AND coalesce(s.backend_start = i.backend_start, true)))"
 
 /** Register owner (or renew its lease) from this session: lease_until =
  *  now() + lease_ms by the database's clock, this session's backend (0
  *  behind a pooler). Also forgets instances whose lease ran out more than
  *  an hour ago. */
-enum store_rc store_instance_register(struct store *s, const char *owner, const char *ns, int64_t lease_ms,
-                                      char *err, size_t errsz) __attribute__((warn_unused_result));
+enum store_rc store_instance_register(struct store *s, const char *owner, const char *ns, int64_t lease_ms, char *err,
+                                      size_t errsz) __attribute__((warn_unused_result));
 /** A clean stop: owner is no longer an instance. */
 enum store_rc store_instance_leave(struct store *s, const char *owner, char *err, size_t errsz)
         __attribute__((warn_unused_result));

@@ -61,8 +61,8 @@ struct key_params {
         char keep[24], ttl[24];
 };
 
-static void key_params_add(struct key_params *kp, const char *key, const char *topic, int32_t partition,
-                           int64_t offset, const char *fingerprint, const char *key_text)
+static void key_params_add(struct key_params *kp, const char *key, const char *topic, int32_t partition, int64_t offset,
+                           const char *fingerprint, const char *key_text)
 {
         store_array_text(&kp->k, key);
         store_array_text(&kp->t, topic);
@@ -112,8 +112,8 @@ enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_ro
         const char *params[10];
 
         for (size_t i = 0; i < n; i++) {
-                key_params_add(&kp, rows[i].key, rows[i].topic, rows[i].partition, rows[i].offset,
-                               rows[i].fingerprint, rows[i].key_text);
+                key_params_add(&kp, rows[i].key, rows[i].topic, rows[i].partition, rows[i].offset, rows[i].fingerprint,
+                               rows[i].key_text);
                 store_array_int(&w, rows[i].want_outcome != 0);
                 rows[i].fresh = 0;
                 rows[i].row[0] = '\0';
@@ -130,26 +130,29 @@ enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_ro
          * namespace whenever the planner thinks that cheaper than the probes. A known key
          * whose stored fingerprint is this one's needs nothing more (no
          * mismatch) unless its outcome is wanted: it is not returned. */
-        rc = store_query_hot(s,
-                 "WITH u AS (SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[],"
-                 "           $9::int[], $10::text[]) AS u(k, t, p, o, f, w, x)),"
-                 " ins AS (INSERT INTO dedupd.keys (namespace, idem_key, status, fingerprint, topic, partition,"
-                 "         \"offset\", expires_at, response_expires_at, key_text)"
-                 "         SELECT $1, u.k, 'DONE', decode(u.f, 'hex'), u.t, u.p, u.o,"
-                 "         now() + $7::bigint * interval '1 millisecond', now() + $8::bigint * interval '1 millisecond', u.x"
-                 "         FROM u ORDER BY u.k COLLATE \"C\""
-                 "         ON CONFLICT (namespace, idem_key) DO NOTHING"
-                 "         RETURNING idem_key, ctid),"
-                 /* The commit guard, while fresh keys wait for their handler (pg/session.h). */
-                 " g AS (INSERT INTO dedupd.txn_guard (xid) SELECT pg_current_xact_id()"
-                 "       WHERE EXISTS (SELECT 1 FROM ins) ON CONFLICT DO NOTHING)"
-                 " SELECT u.k, i.ctid, kn.status, kn.response, encode(kn.fingerprint, 'hex')"
-                 " FROM u LEFT JOIN ins i ON i.idem_key = u.k"
-                 " LEFT JOIN LATERAL (SELECT d.idem_key, d.status, d.response, d.fingerprint FROM dedupd.keys d"
-                 "                    WHERE i.idem_key IS NULL AND d.namespace = $1 AND d.idem_key = u.k LIMIT 1) kn ON true"
-                 " WHERE i.idem_key IS NOT NULL OR kn.idem_key IS NULL OR u.w = 1"
-                 "    OR kn.fingerprint IS NULL OR kn.fingerprint <> decode(u.f, 'hex')",
-                 10, params, &r, err, errsz);
+        rc = store_query_hot(
+                s,
+                "WITH u AS (SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[],"
+                "           $9::int[], $10::text[]) AS u(k, t, p, o, f, w, x)),"
+                " ins AS (INSERT INTO dedupd.keys (namespace, idem_key, status, fingerprint, topic, partition,"
+                "         \"offset\", expires_at, response_expires_at, key_text)"
+                "         SELECT $1, u.k, 'DONE', decode(u.f, 'hex'), u.t, u.p, u.o,"
+                "         now() + $7::bigint * interval '1 millisecond', now() + $8::bigint * interval '1 "
+                "millisecond', u.x"
+                "         FROM u ORDER BY u.k COLLATE \"C\""
+                "         ON CONFLICT (namespace, idem_key) DO NOTHING"
+                "         RETURNING idem_key, ctid),"
+                /* The commit guard, while fresh keys wait for their handler (pg/session.h). */
+                " g AS (INSERT INTO dedupd.txn_guard (xid) SELECT pg_current_xact_id()"
+                "       WHERE EXISTS (SELECT 1 FROM ins) ON CONFLICT DO NOTHING)"
+                " SELECT u.k, i.ctid, kn.status, kn.response, encode(kn.fingerprint, 'hex')"
+                " FROM u LEFT JOIN ins i ON i.idem_key = u.k"
+                " LEFT JOIN LATERAL (SELECT d.idem_key, d.status, d.response, d.fingerprint FROM dedupd.keys d"
+                "                    WHERE i.idem_key IS NULL AND d.namespace = $1 AND d.idem_key = u.k LIMIT 1) kn ON "
+                "true"
+                " WHERE i.idem_key IS NOT NULL OR kn.idem_key IS NULL OR u.w = 1"
+                "    OR kn.fingerprint IS NULL OR kn.fingerprint <> decode(u.f, 'hex')",
+                10, params, &r, err, errsz);
         if (rc == STORE_OK) {
                 claim_results(r, rows, n, out, unseen, &nunseen);
                 PQclear(r);
@@ -186,7 +189,7 @@ static void probe_results(PGresult *r, struct store_claim_row *rows, size_t n, c
 }
 
 enum store_rc store_probe_keys(struct store *s, const char *ns, struct store_claim_row *rows, size_t n,
-                          const struct store_claim_outcomes *out, char *err, size_t errsz)
+                               const struct store_claim_outcomes *out, char *err, size_t errsz)
 {
         struct store_array k = {0}, f = {0}, w = {0};
         PGresult *r = NULL;
@@ -205,17 +208,18 @@ enum store_rc store_probe_keys(struct store *s, const char *ns, struct store_cla
          * more unless its outcome is wanted: it is not returned. Nothing is
          * locked: a key committed by another transaction after this
          * statement's snapshot is found by store_insert_keys. */
-        rc = store_query_hot(s,
-                 "WITH u AS (SELECT * FROM unnest($2::text[], $3::text[], $4::int[]) AS u(k, f, w)),"
-                 " p AS (SELECT u.k, u.f, u.w, kn.idem_key AS known, kn.status, kn.response, kn.fingerprint FROM u"
-                 "       LEFT JOIN LATERAL (SELECT d.idem_key, d.status, d.response, d.fingerprint FROM dedupd.keys d"
-                 "                          WHERE d.namespace = $1 AND d.idem_key = u.k LIMIT 1) kn ON true),"
-                 /* The commit guard, while fresh keys wait for their handler (pg/session.h). */
-                 " g AS (INSERT INTO dedupd.txn_guard (xid) SELECT pg_current_xact_id()"
-                 "       WHERE EXISTS (SELECT 1 FROM p WHERE p.known IS NULL) ON CONFLICT DO NOTHING)"
-                 " SELECT p.k, p.known IS NULL, p.status, p.response, encode(p.fingerprint, 'hex') FROM p"
-                 " WHERE p.known IS NULL OR p.w = 1 OR p.fingerprint IS NULL OR p.fingerprint <> decode(p.f, 'hex')",
-                 4, params, &r, err, errsz);
+        rc = store_query_hot(
+                s,
+                "WITH u AS (SELECT * FROM unnest($2::text[], $3::text[], $4::int[]) AS u(k, f, w)),"
+                " p AS (SELECT u.k, u.f, u.w, kn.idem_key AS known, kn.status, kn.response, kn.fingerprint FROM u"
+                "       LEFT JOIN LATERAL (SELECT d.idem_key, d.status, d.response, d.fingerprint FROM dedupd.keys d"
+                "                          WHERE d.namespace = $1 AND d.idem_key = u.k LIMIT 1) kn ON true),"
+                /* The commit guard, while fresh keys wait for their handler (pg/session.h). */
+                " g AS (INSERT INTO dedupd.txn_guard (xid) SELECT pg_current_xact_id()"
+                "       WHERE EXISTS (SELECT 1 FROM p WHERE p.known IS NULL) ON CONFLICT DO NOTHING)"
+                " SELECT p.k, p.known IS NULL, p.status, p.response, encode(p.fingerprint, 'hex') FROM p"
+                " WHERE p.known IS NULL OR p.w = 1 OR p.fingerprint IS NULL OR p.fingerprint <> decode(p.f, 'hex')",
+                4, params, &r, err, errsz);
         if (rc == STORE_OK) {
                 probe_results(r, rows, n, out);
                 PQclear(r);
@@ -237,8 +241,8 @@ enum store_rc store_insert_keys(struct store *s, const char *ns, const struct st
         if (n == 0)
                 return STORE_OK;
         for (size_t i = 0; i < n; i++) {
-                key_params_add(&kp, rows[i].key, rows[i].topic, rows[i].partition, rows[i].offset,
-                               rows[i].fingerprint, rows[i].key_text);
+                key_params_add(&kp, rows[i].key, rows[i].topic, rows[i].partition, rows[i].offset, rows[i].fingerprint,
+                               rows[i].key_text);
                 store_array_text(&st, key_status_name(rows[i].status));
                 store_array_text(&rs, rows[i].response);
         }
@@ -251,15 +255,16 @@ enum store_rc store_insert_keys(struct store *s, const char *ns, const struct st
          * now was committed by another transaction since the probe, and
          * the unique index says so. One heap tuple per key, with its
          * outcome: nothing to update after. */
-        rc = store_query_hot(s,
-                 "INSERT INTO dedupd.keys (namespace, idem_key, status, fingerprint, response, topic, partition,"
-                 " \"offset\", expires_at, response_expires_at, key_text)"
-                 " SELECT $1, u.k, u.s, decode(u.f, 'hex'), u.r, u.t, u.p, u.o,"
-                 " now() + $7::bigint * interval '1 millisecond', now() + $8::bigint * interval '1 millisecond', u.x"
-                 " FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[], $9::text[], $10::text[],"
-                 "             $11::text[]) AS u(k, t, p, o, f, s, r, x)"
-                 " ORDER BY u.k COLLATE \"C\"",
-                 11, params, NULL, err, errsz);
+        rc = store_query_hot(
+                s,
+                "INSERT INTO dedupd.keys (namespace, idem_key, status, fingerprint, response, topic, partition,"
+                " \"offset\", expires_at, response_expires_at, key_text)"
+                " SELECT $1, u.k, u.s, decode(u.f, 'hex'), u.r, u.t, u.p, u.o,"
+                " now() + $7::bigint * interval '1 millisecond', now() + $8::bigint * interval '1 millisecond', u.x"
+                " FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[], $9::text[], $10::text[],"
+                "             $11::text[]) AS u(k, t, p, o, f, s, r, x)"
+                " ORDER BY u.k COLLATE \"C\"",
+                11, params, NULL, err, errsz);
         if (rc == STORE_DATA && store_last_keys_conflict(s))
                 rc = STORE_CONFLICT;
         key_params_free(&kp);
@@ -286,18 +291,18 @@ enum store_rc store_record(struct store *s, const struct store_outcome_row *rows
          * every row of the namespace per batch. The rows are this
          * transaction's own inserts: nobody else can move them. */
         rc = store_query_hot(s,
-                 "UPDATE dedupd.keys AS d SET status = u.s, response = u.r, updated_at = now()"
-                 " FROM unnest($1::tid[], $2::text[], $3::text[]) AS u(w, s, r)"
-                 " WHERE d.ctid = u.w",
-                 3, params, NULL, err, errsz);
+                             "UPDATE dedupd.keys AS d SET status = u.s, response = u.r, updated_at = now()"
+                             " FROM unnest($1::tid[], $2::text[], $3::text[]) AS u(w, s, r)"
+                             " WHERE d.ctid = u.w",
+                             3, params, NULL, err, errsz);
         store_array_free(&w);
         store_array_free(&st);
         store_array_free(&rs);
         return rc;
 }
 
-enum store_rc store_outcomes(struct store *s, const char *ns, size_t n, const char *const *keys,
-                             store_outcome_cb *cb, void *opaque, char *err, size_t errsz)
+enum store_rc store_outcomes(struct store *s, const char *ns, size_t n, const char *const *keys, store_outcome_cb *cb,
+                             void *opaque, char *err, size_t errsz)
 {
         struct store_array k = {0};
         PGresult *r = NULL;
@@ -309,9 +314,9 @@ enum store_rc store_outcomes(struct store *s, const char *ns, size_t n, const ch
                 store_array_text(&k, keys[i]);
         const char *params[2] = {ns, store_array_finish(&k)};
         rc = store_query(s,
-                 "SELECT idem_key, status, response, encode(fingerprint, 'hex') FROM dedupd.keys"
-                 " WHERE namespace = $1 AND idem_key = ANY($2::text[])",
-                 2, params, &r, err, errsz);
+                         "SELECT idem_key, status, response, encode(fingerprint, 'hex') FROM dedupd.keys"
+                         " WHERE namespace = $1 AND idem_key = ANY($2::text[])",
+                         2, params, &r, err, errsz);
         if (rc == STORE_OK) {
                 for (int row = 0; row < PQntuples(r); row++)
                         cb(opaque, PQgetvalue(r, row, 0), key_status_parse(PQgetvalue(r, row, 1)),
@@ -322,4 +327,3 @@ enum store_rc store_outcomes(struct store *s, const char *ns, size_t n, const ch
         store_array_free(&k);
         return rc;
 }
-

@@ -31,7 +31,7 @@ typedef void(store_outcome_cb)(void *opaque, const char *key, enum key_status st
 /** One key to claim, and (out) what the claim found. */
 struct store_claim_row {
         const char *key, *topic, *fingerprint;
-        const char *key_text;    /* the text of a hashed key, or NULL */
+        const char *key_text; /* the text of a hashed key, or NULL */
         int32_t partition;
         int64_t offset;
         int want_outcome;        /* in: read its first outcome when seen before (a reply needs it) */
@@ -68,7 +68,7 @@ enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_ro
  * store_claim does when it inserts one.
  */
 enum store_rc store_probe_keys(struct store *s, const char *ns, struct store_claim_row *rows, size_t n,
-                          const struct store_claim_outcomes *out, char *err, size_t errsz)
+                               const struct store_claim_outcomes *out, char *err, size_t errsz)
         __attribute__((warn_unused_result));
 
 /** A key store_probe_keys found absent, as it is written once: with its outcome. */
@@ -78,7 +78,7 @@ struct store_key_row {
         int32_t partition;
         int64_t offset;
         enum key_status status; /* KEY_DONE or KEY_FAILED */
-        const char *response; /* or NULL */
+        const char *response;   /* or NULL */
 };
 
 /**
@@ -95,9 +95,9 @@ enum store_rc store_insert_keys(struct store *s, const char *ns, const struct st
 
 /** A key store_claim inserted, and the outcome to record on it. */
 struct store_outcome_row {
-        const char *row;       /* store_claim_row.row */
+        const char *row;        /* store_claim_row.row */
         enum key_status status; /* KEY_DONE or KEY_FAILED */
-        const char *response;  /* or NULL */
+        const char *response;   /* or NULL */
 };
 
 /**
@@ -109,7 +109,7 @@ enum store_rc store_record(struct store *s, const struct store_outcome_row *rows
         __attribute__((warn_unused_result));
 
 /** Stored outcome of keys seen before: callback per found key. */
-enum store_rc store_outcomes(struct store *s, const char *ns, size_t n, const char *const *keys,
-                             store_outcome_cb *cb, void *opaque, char *err, size_t errsz) __attribute__((warn_unused_result));
+enum store_rc store_outcomes(struct store *s, const char *ns, size_t n, const char *const *keys, store_outcome_cb *cb,
+                             void *opaque, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 #endif

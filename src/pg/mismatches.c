@@ -12,8 +12,8 @@ enum store_rc store_mismatch_note(struct store *s, const char *ns, const struct 
         enum store_rc rc;
         snprintf(part, sizeof(part), "%" PRId32, m->partition);
         snprintf(off, sizeof(off), "%" PRId64, m->offset);
-        const char *const v[] = {ns, m->topic, part, off, m->key, m->first, m->fingerprint,
-                                 m->dead_lettered ? "dead-lettered" : "absorbed"};
+        const char *const v[] = {ns,     m->topic, part,           off,
+                                 m->key, m->first, m->fingerprint, m->dead_lettered ? "dead-lettered" : "absorbed"};
         rc = store_query(s,
                          "INSERT INTO dedupd.mismatches (namespace, topic, partition, \"offset\", idem_key,"
                          " first_fingerprint, fingerprint, verdict)"

@@ -14,7 +14,7 @@ struct store_mismatch {
         int32_t partition;
         int64_t offset;
         const char *first, *fingerprint; /* hex SHA-256 */
-        int dead_lettered;                /* fingerprint.on_mismatch: dead-letter (else absorbed) */
+        int dead_lettered;               /* fingerprint.on_mismatch: dead-letter (else absorbed) */
 };
 
 /** Record it, in the caller's transaction (a batch's: rolled back with it);

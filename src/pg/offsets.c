@@ -106,8 +106,9 @@ static const char *progress_sql(void)
                 if (progress_cols[i].counter)
                         at += (size_t)snprintf(sql + at, sz - at, ", %s = o.%s + EXCLUDED.%s", progress_cols[i].name,
                                                progress_cols[i].name, progress_cols[i].name);
-        snprintf(sql + at, sz - at, ", updated_at = now()) SELECT partition, stored, own_next FROM behind"
-                                    " ORDER BY partition");
+        snprintf(sql + at, sz - at,
+                 ", updated_at = now()) SELECT partition, stored, own_next FROM behind"
+                 " ORDER BY partition");
         return sql;
 }
 
@@ -139,7 +140,8 @@ enum store_rc store_progress(struct store *s, const char *ns, size_t n, const st
         for (size_t i = 0; i < n; i++)
                 for (size_t c = 0; c < PROGRESS_COLS; c++) {
                         if (progress_cols[c].kind == COL_TEXT)
-                                store_array_text(&a[c], *(const char *const *)((const char *)&p[i] + progress_cols[c].off));
+                                store_array_text(&a[c],
+                                                 *(const char *const *)((const char *)&p[i] + progress_cols[c].off));
                         else
                                 store_array_int(&a[c], col_int(&p[i], &progress_cols[c]));
                 }
@@ -164,8 +166,8 @@ enum store_rc store_positions(struct store *s, const char *ns, const char *topic
 
         *out = NULL;
         *n = 0;
-        rc = store_query(s, "SELECT partition, next_offset FROM dedupd.offsets WHERE namespace = $1 AND topic = $2",
-                         2, params, &r, err, errsz);
+        rc = store_query(s, "SELECT partition, next_offset FROM dedupd.offsets WHERE namespace = $1 AND topic = $2", 2,
+                         params, &r, err, errsz);
         if (rc == STORE_UNDEFINED)
                 return STORE_OK; /* a database that never saw dedupd has no positions */
         if (rc)
@@ -179,8 +181,8 @@ enum store_rc store_positions(struct store *s, const char *ns, const char *topic
         return STORE_OK;
 }
 
-enum store_rc store_offsets_get(struct store *s, const char *ns, const char *topic, size_t n,
-                                const int32_t *parts, int64_t *out, char *err, size_t errsz)
+enum store_rc store_offsets_get(struct store *s, const char *ns, const char *topic, size_t n, const int32_t *parts,
+                                int64_t *out, char *err, size_t errsz)
 {
         struct store_position *pos = NULL;
         size_t npos = 0;
@@ -196,8 +198,8 @@ enum store_rc store_offsets_get(struct store *s, const char *ns, const char *top
         return rc;
 }
 
-enum store_rc store_offsets_set(struct store *s, const char *ns, const char *topic, size_t n,
-                                const int32_t *parts, const int64_t *next, char *err, size_t errsz)
+enum store_rc store_offsets_set(struct store *s, const char *ns, const char *topic, size_t n, const int32_t *parts,
+                                const int64_t *next, char *err, size_t errsz)
 {
         struct store_array pa = {0}, oa = {0};
         enum store_rc rc;

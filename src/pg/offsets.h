@@ -45,13 +45,12 @@ enum store_rc store_positions(struct store *s, const char *ns, const char *topic
 
 /** Set next offsets of the given partitions as they are, backwards too
  *  (dedupctl replay), inside the caller's transaction. */
-enum store_rc store_offsets_set(struct store *s, const char *ns, const char *topic, size_t n,
-                                const int32_t *parts, const int64_t *next, char *err, size_t errsz)
-        __attribute__((warn_unused_result));
+enum store_rc store_offsets_set(struct store *s, const char *ns, const char *topic, size_t n, const int32_t *parts,
+                                const int64_t *next, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 /** next_offset per partition of a topic: out[i] = -1 where no row exists. */
-enum store_rc store_offsets_get(struct store *s, const char *ns, const char *topic, size_t n,
-                                const int32_t *parts, int64_t *out, char *err, size_t errsz) __attribute__((warn_unused_result));
+enum store_rc store_offsets_get(struct store *s, const char *ns, const char *topic, size_t n, const int32_t *parts,
+                                int64_t *out, char *err, size_t errsz) __attribute__((warn_unused_result));
 
 /** Move partitions over offsets that hold no message (a transaction's
  *  markers, an aborted transaction's records), in a statement of its own:

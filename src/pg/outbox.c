@@ -26,8 +26,7 @@ static void hex_element(struct store_array *a, const void *data, size_t len)
         free(h);
 }
 
-enum store_rc store_outbox_insert(struct store *s, const char *ns, const struct outbox_msg *m, char *err,
-                                  size_t errsz)
+enum store_rc store_outbox_insert(struct store *s, const char *ns, const struct outbox_msg *m, char *err, size_t errsz)
 {
         struct store_array names = {0}, values = {0};
         enum store_rc rc;
@@ -42,8 +41,14 @@ enum store_rc store_outbox_insert(struct store *s, const char *ns, const struct 
         char msg_id[MSGID_LEN + 1];
         if (m->idem_key)
                 msgid_derive(ns, m->idem_key, &m->place, msg_id);
-        const char *params[8] = {ns, m->idem_key, m->rec.topic, m->rec.key, m->rec.value, store_array_finish(&names),
-                                 store_array_finish(&values), m->idem_key ? msg_id : NULL};
+        const char *params[8] = {ns,
+                                 m->idem_key,
+                                 m->rec.topic,
+                                 m->rec.key,
+                                 m->rec.value,
+                                 store_array_finish(&names),
+                                 store_array_finish(&values),
+                                 m->idem_key ? msg_id : NULL};
         const int lengths[8] = {0, 0, 0, (int)m->rec.key_len, (int)m->rec.value_len, 0, 0, 0};
         const int formats[8] = {0, 0, 0, 1, 1, 0, 0, 0}; /* key and value go as binary bytea */
         rc = store_query_binary(s,
@@ -113,8 +118,8 @@ static void decode(const PGresult *r, int i, struct outbox_row *w)
         json_decref(values);
 }
 
-enum store_rc store_outbox_take(struct store *s, const char *ns, int limit, struct outbox_row **rows,
-                                size_t *n, char *err, size_t errsz)
+enum store_rc store_outbox_take(struct store *s, const char *ns, int limit, struct outbox_row **rows, size_t *n,
+                                char *err, size_t errsz)
 {
         char lim[16];
         const char *params[2] = {ns, lim};

@@ -20,13 +20,13 @@ struct outbox_msg {
  *  transaction commits. Its msg_id is derived from ns, m->idem_key and
  *  m->place (base/msgid.h); a row without a key gets none and goes out with
  *  its sequence id, as rows did before schema migration 10. */
-enum store_rc store_outbox_insert(struct store *s, const char *ns, const struct outbox_msg *m, char *err,
-                                  size_t errsz) __attribute__((warn_unused_result));
+enum store_rc store_outbox_insert(struct store *s, const char *ns, const struct outbox_msg *m, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
 
 /** An unsent row, decoded; its storage is owned by the row. */
 struct outbox_row {
-        int64_t id;                   /* the sequence: dedupctl outbox and the logs name rows by it */
-        char msg_id[MSGID_MAX + 1];   /* the identity it goes out with (dedupd.outbox.id) */
+        int64_t id;                 /* the sequence: dedupctl outbox and the logs name rows by it */
+        char msg_id[MSGID_MAX + 1]; /* the identity it goes out with (dedupd.outbox.id) */
         struct outbox_msg msg;
         unsigned char *key_buf, *value_buf;
         char *topic_buf, *idem_key_buf;
@@ -41,8 +41,8 @@ struct outbox_row {
  * the work) inside the caller's transaction. *rows is allocated (free with
  * store_outbox_rows_free).
  */
-enum store_rc store_outbox_take(struct store *s, const char *ns, int limit, struct outbox_row **rows,
-                                size_t *n, char *err, size_t errsz) __attribute__((warn_unused_result));
+enum store_rc store_outbox_take(struct store *s, const char *ns, int limit, struct outbox_row **rows, size_t *n,
+                                char *err, size_t errsz) __attribute__((warn_unused_result));
 
 /** The broker's answer for one taken row. */
 struct outbox_answer {
@@ -52,9 +52,9 @@ struct outbox_answer {
 
 /** When a failed row is tried again, and when it is given up. */
 struct outbox_retry {
-        int backoff_ms;     /* after its first failure; doubles with each */
+        int backoff_ms; /* after its first failure; doubles with each */
         int backoff_max_ms;
-        int max_failures;   /* this many: given up */
+        int max_failures; /* this many: given up */
 };
 
 /** A row whose publish failed, as the statement left it. */

@@ -7,19 +7,17 @@
 #include "base/mem.h"
 #include "pg/array.h"
 
-#define LIST_COLUMNS                                                                                              \
-        "SELECT id, CASE WHEN given_up_at IS NOT NULL THEN 'given up'"                                            \
-        " WHEN retry_at > now() THEN 'backoff' ELSE 'waiting' END AS state,"                                      \
-        " topic, coalesce(idem_key, '') AS key, failures, coalesce(last_error, '') AS reason,"                    \
+#define LIST_COLUMNS                                                                                                   \
+        "SELECT id, CASE WHEN given_up_at IS NOT NULL THEN 'given up'"                                                 \
+        " WHEN retry_at > now() THEN 'backoff' ELSE 'waiting' END AS state,"                                           \
+        " topic, coalesce(idem_key, '') AS key, failures, coalesce(last_error, '') AS reason,"                         \
         " created_at AS created, given_up_at, retry_at FROM dedupd.outbox"
 
 /* $1 namespace, $2 with the waiting rows, $3 limit. Each half along its own
  * partial index (outbox_given_up, outbox_unsent). */
 static const char *const sql_list =
-        "SELECT * FROM ("
-        LIST_COLUMNS " WHERE namespace = $1 AND given_up_at IS NOT NULL"
-        " UNION ALL "
-        LIST_COLUMNS " WHERE namespace = $1 AND sent_at IS NULL AND given_up_at IS NULL AND $2::bool"
+        "SELECT * FROM (" LIST_COLUMNS " WHERE namespace = $1 AND given_up_at IS NOT NULL"
+        " UNION ALL " LIST_COLUMNS " WHERE namespace = $1 AND sent_at IS NULL AND given_up_at IS NULL AND $2::bool"
         ") r ORDER BY id LIMIT $3::int";
 
 enum store_rc store_outbox_list(struct store *s, const char *ns, int unsent, int limit, PGresult **out, char *err,
@@ -74,7 +72,7 @@ static enum store_rc touch(struct store *s, const char *sql, const char *ns, con
         return STORE_OK;
 }
 
-#define GIVEN_UP_CHOSEN \
+#define GIVEN_UP_CHOSEN                                                                                                \
         "namespace = $1 AND given_up_at IS NOT NULL AND ($2::bigint[] IS NULL OR id = ANY($2::bigint[]))"
 
 enum store_rc store_outbox_retry(struct store *s, const char *ns, const int64_t *ids, size_t nids, int64_t **done,

@@ -13,9 +13,9 @@
  * first: the key and its fingerprint stay, so a duplicate is still absorbed.
  * A key about to be deleted itself is left to the DELETE (no row version is
  * written for it). */
-#define RESPONSE_EXPIRED                                                                       \
-        "namespace = $1 AND response IS NOT NULL AND response_expires_at IS NOT NULL"          \
-        " AND response_expires_at < now()"                                                     \
+#define RESPONSE_EXPIRED                                                                                               \
+        "namespace = $1 AND response IS NOT NULL AND response_expires_at IS NOT NULL"                                  \
+        " AND response_expires_at < now()"                                                                             \
         " AND (status = 'PENDING' OR expires_at IS NULL OR expires_at >= now())"
 static const char *const sql_drop_responses =
         "WITH v AS (SELECT namespace, idem_key FROM dedupd.keys WHERE " RESPONSE_EXPIRED
@@ -56,13 +56,12 @@ static const char *const sql_delete_mismatches =
 
 /* Sent outbox rows older than the keep in parameter KEEP (ms): oldest first
  * along outbox_sent; an unsent or given-up row is never touched. */
-#define OUTBOX_SENT_BEFORE(KEEP) \
+#define OUTBOX_SENT_BEFORE(KEEP)                                                                                       \
         "namespace = $1 AND sent_at IS NOT NULL AND sent_at < now() - " KEEP "::bigint * interval '1 millisecond'"
 /* $1 namespace, $2 batch, $3 keep (ms). */
-static const char *const sql_delete_outbox =
-        "DELETE FROM dedupd.outbox WHERE id = ANY(ARRAY("
-        " SELECT id FROM dedupd.outbox WHERE " OUTBOX_SENT_BEFORE("$3")
-        " ORDER BY sent_at LIMIT $2::int FOR UPDATE SKIP LOCKED))";
+static const char *const sql_delete_outbox = "DELETE FROM dedupd.outbox WHERE id = ANY(ARRAY("
+                                             " SELECT id FROM dedupd.outbox WHERE " OUTBOX_SENT_BEFORE(
+                                                     "$3") " ORDER BY sent_at LIMIT $2::int FOR UPDATE SKIP LOCKED))";
 /* $1 namespace, $2 keep (ms). */
 static const char *const sql_count_outbox = "SELECT count(*) FROM dedupd.outbox WHERE " OUTBOX_SENT_BEFORE("$2");
 
@@ -83,9 +82,8 @@ static const char *const sql_pending_kept =
 
 /* One statement at a time until one takes fewer than batch rows (nothing
  * left that nobody else holds) or the deadline (0: none) passes. */
-static int purge_loop(struct store *s, const char *sql, int nparams, const char *const *params,
-                      int batch, int64_t deadline_ms, int64_t *count, struct purge_stats *st,
-                      char *err, size_t errsz)
+static int purge_loop(struct store *s, const char *sql, int nparams, const char *const *params, int batch,
+                      int64_t deadline_ms, int64_t *count, struct purge_stats *st, char *err, size_t errsz)
 {
         for (;;) {
                 PGresult *r = NULL;
@@ -118,17 +116,15 @@ int store_purge(struct store *s, const char *ns, int batch, int64_t progress_kee
         snprintf(b, sizeof(b), "%d", batch);
         snprintf(keep, sizeof(keep), "%" PRId64, progress_keep_ms);
         snprintf(okeep, sizeof(okeep), "%" PRId64, outbox_keep_ms);
-        if (purge_loop(s, sql_drop_responses, 2, params, batch, deadline_ms, &st->responses, st, err,
-                       errsz))
+        if (purge_loop(s, sql_drop_responses, 2, params, batch, deadline_ms, &st->responses, st, err, errsz))
+                return -1;
+        if (!st->more && purge_loop(s, sql_delete_keys, 2, params, batch, deadline_ms, &st->keys, st, err, errsz))
                 return -1;
         if (!st->more &&
-            purge_loop(s, sql_delete_keys, 2, params, batch, deadline_ms, &st->keys, st, err, errsz))
+            purge_loop(s, sql_delete_progress, 3, params, batch, deadline_ms, &st->progress_rows, st, err, errsz))
                 return -1;
-        if (!st->more && purge_loop(s, sql_delete_progress, 3, params, batch, deadline_ms,
-                                    &st->progress_rows, st, err, errsz))
-                return -1;
-        if (!st->more && purge_loop(s, sql_delete_mismatches, 3, params, batch, deadline_ms,
-                                    &st->mismatch_rows, st, err, errsz))
+        if (!st->more &&
+            purge_loop(s, sql_delete_mismatches, 3, params, batch, deadline_ms, &st->mismatch_rows, st, err, errsz))
                 return -1;
         if (!st->more && outbox_keep_ms > 0 &&
             purge_loop(s, sql_delete_outbox, 3, oparams, batch, deadline_ms, &st->outbox_rows, st, err, errsz))
@@ -207,8 +203,8 @@ int store_keys_size(struct store *s, const char *ns, struct keys_size *ks, char 
                 ks->rows = (int64_t)reltuples;
                 return 0;
         }
-        if (store_query(s, "SELECT count(*), count(*) FILTER (WHERE namespace = $1) FROM dedupd.keys", 1,
-                        params, &r, err, errsz))
+        if (store_query(s, "SELECT count(*), count(*) FILTER (WHERE namespace = $1) FROM dedupd.keys", 1, params, &r,
+                        err, errsz))
                 return -1;
         ks->rows = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
         ks->ns_rows = strtoll(PQgetvalue(r, 0, 1), NULL, 10);

@@ -35,7 +35,8 @@ struct purge_stats {
  * in st).
  */
 int store_purge(struct store *s, const char *ns, int batch, int64_t progress_keep_ms, int64_t outbox_keep_ms,
-                int64_t deadline_ms, struct purge_stats *st, char *err, size_t errsz) __attribute__((warn_unused_result));
+                int64_t deadline_ms, struct purge_stats *st, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
 
 /** Count what store_purge would take now. */
 int store_purge_count(struct store *s, const char *ns, int64_t progress_keep_ms, int64_t outbox_keep_ms,

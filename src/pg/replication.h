@@ -28,9 +28,10 @@ enum store_rc store_replication_read(struct store *s, struct store_replication *
 int replication_sync(const struct store_replication *r, char *why, size_t whysz);
 
 /** The advice that follows a warning: what to set for a safe failover. */
-#define REPLICATION_ADVICE                                                                                    \
-        "a failover to a standby that had not received the last commits loses those messages' effects for "  \
-        "good, because RabbitMQ cannot redeliver what was acknowledged; set synchronous_standby_names on the " \
-        "primary and synchronous_commit = on (or remote_apply) for dedupd's role (docs/operating.md: Database failover)"
+#define REPLICATION_ADVICE                                                                                             \
+        "a failover to a standby that had not received the last commits loses those messages' effects for "            \
+        "good, because RabbitMQ cannot redeliver what was acknowledged; set synchronous_standby_names on the "         \
+        "primary and synchronous_commit = on (or remote_apply) for dedupd's role (docs/operating.md: Database "        \
+        "failover)"
 
 #endif

@@ -12,12 +12,12 @@ static const struct {
         const char *sqlstate;
         enum store_rc rc;
 } sqlstates[] = {
-        {"40001", STORE_RETRY}, /* serialization_failure */
-        {"40P01", STORE_RETRY}, /* deadlock_detected */
-        {"55P03", STORE_RETRY}, /* lock_not_available */
-        {"08", STORE_CONN},     /* class 08: connection exception */
-        {"57P", STORE_CONN},    /* admin_shutdown, crash_shutdown, cannot_connect_now */
-        {"53300", STORE_CONN},  /* too_many_connections */
+        {"40001", STORE_RETRY},     /* serialization_failure */
+        {"40P01", STORE_RETRY},     /* deadlock_detected */
+        {"55P03", STORE_RETRY},     /* lock_not_available */
+        {"08", STORE_CONN},         /* class 08: connection exception */
+        {"57P", STORE_CONN},        /* admin_shutdown, crash_shutdown, cannot_connect_now */
+        {"53300", STORE_CONN},      /* too_many_connections */
         {"42P01", STORE_UNDEFINED}, /* undefined_table */
         {"3F000", STORE_UNDEFINED}, /* invalid_schema_name */
         {"22", STORE_DATA},         /* class 22: data exception (invalid UTF-8, a value too long, ...) */

@@ -9,13 +9,13 @@
 /** How a failed statement should be treated. */
 enum store_rc {
         STORE_OK = 0,
-        STORE_RETRY, /* serialization failure, deadlock, lock timeout: roll back, retry */
-        STORE_CONN,  /* connection lost or server shutting down: reconnect, retry */
-        STORE_ERROR, /* anything else: roll back, log, retry with backoff */
+        STORE_RETRY,     /* serialization failure, deadlock, lock timeout: roll back, retry */
+        STORE_CONN,      /* connection lost or server shutting down: reconnect, retry */
+        STORE_ERROR,     /* anything else: roll back, log, retry with backoff */
         STORE_UNDEFINED, /* a relation or schema that does not exist (not migrated): an error, or "nothing yet" */
-        STORE_DATA,  /* the statement failed on the values it was given (a data exception, a constraint, a
+        STORE_DATA,      /* the statement failed on the values it was given (a data exception, a constraint, a
                       * trigger's RAISE, a value over a limit): the same values fail again, other values not */
-        STORE_CONFLICT, /* a key another transaction committed after this one looked for it (a unique violation
+        STORE_CONFLICT,  /* a key another transaction committed after this one looked for it (a unique violation
                          * on the key's own index, told apart by store_unique_violation): roll back and claim
                          * again, pessimistically; never what a classification of a SQLSTATE alone says */
 };

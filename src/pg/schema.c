@@ -209,8 +209,8 @@ enum store_rc store_migrate(struct store *s, char *err, size_t errsz)
                              " version integer PRIMARY KEY,"
                              " applied_at timestamptz NOT NULL DEFAULT now())",
                              err, errsz)) ||
-            (rc = store_query(s, "SELECT coalesce(max(version), 0) FROM dedupd.schema_migrations", 0, NULL, &r,
-                      err, errsz)))
+            (rc = store_query(s, "SELECT coalesce(max(version), 0) FROM dedupd.schema_migrations", 0, NULL, &r, err,
+                              errsz)))
                 goto error;
         applied = atoi(PQgetvalue(r, 0, 0));
         PQclear(r);
@@ -227,8 +227,8 @@ enum store_rc store_migrate(struct store *s, char *err, size_t errsz)
                 const char *params[1] = {vs};
                 snprintf(vs, sizeof(vs), "%d", v);
                 if ((rc = store_exec(s, migrations[v - 1], err, errsz)) ||
-                    (rc = store_query(s, "INSERT INTO dedupd.schema_migrations (version) VALUES ($1::int)", 1,
-                              params, NULL, err, errsz)))
+                    (rc = store_query(s, "INSERT INTO dedupd.schema_migrations (version) VALUES ($1::int)", 1, params,
+                                      NULL, err, errsz)))
                         goto error;
                 log_info("store", "applied schema migration %d", v);
         }
@@ -256,7 +256,6 @@ int store_schema_version(struct store *s, int *applied, int *known, char *err, s
         PQclear(r);
         return 0;
 }
-
 
 /* ---- the shape the migrations build ---------------------------------------------- */
 
@@ -297,7 +296,7 @@ static const struct schema_column {
         {"keys", "expires_at", "timestamp with time zone", 1}, /* NULL: kept forever */
         {"keys", "fingerprint", "bytea", 1},
         {"keys", "idem_key", "text", 0},
-        {"keys", "key_text", "text", 1}, /* the text of a hashed key */
+        {"keys", "key_text", "text", 1},                        /* the text of a hashed key */
         {"keys", "lease_until", "timestamp with time zone", 1}, /* external mode */
         {"keys", "namespace", "text", 0},
         {"keys", "offset", "bigint", 1},
@@ -337,10 +336,10 @@ static const struct schema_column {
         {"outbox", "idem_key", "text", 1},
         {"outbox", "key", "bytea", 1},
         {"outbox", "last_error", "text", 1}, /* why the last publish failed */
-        {"outbox", "msg_id", "text", 1}, /* the identity it goes out with; NULL: its id, as before migration 10 */
+        {"outbox", "msg_id", "text", 1},     /* the identity it goes out with; NULL: its id, as before migration 10 */
         {"outbox", "namespace", "text", 0},
         {"outbox", "retry_at", "timestamp with time zone", 1}, /* a failed row waits until then */
-        {"outbox", "sent_at", "timestamp with time zone", 1}, /* NULL until the broker acknowledged it */
+        {"outbox", "sent_at", "timestamp with time zone", 1},  /* NULL until the broker acknowledged it */
         {"outbox", "topic", "text", 0},
         {"outbox", "value", "bytea", 1},
         {"progress_log", "applied", "bigint", 0},
@@ -403,7 +402,8 @@ enum store_rc store_schema_check(struct store *s, int *differences, char *report
         report[0] = '\0';
         while (i < SCHEMA_COLUMNS || row < rows) {
                 const struct schema_column *want = i < SCHEMA_COLUMNS ? &schema[i] : NULL;
-                const char *t = row < rows ? PQgetvalue(r, row, 0) : NULL, *c = row < rows ? PQgetvalue(r, row, 1) : NULL;
+                const char *t = row < rows ? PQgetvalue(r, row, 0) : NULL,
+                           *c = row < rows ? PQgetvalue(r, row, 1) : NULL;
                 int cmp = !want ? 1 : !t ? -1 : column_cmp(want->table, want->column, t, c);
                 if (cmp < 0) {
                         differ(report, reportsz, differences, "missing", want->table, want->column, "");

@@ -46,8 +46,8 @@ static void idle_text(char *buf, size_t sz, int idle_ms) { snprintf(buf, sz, "%d
 enum store_rc session_setup(PGconn *conn, int *pooled, char *err, size_t errsz)
 {
         PGresult *r = PQexecParams(conn, setup_sql, 0, NULL, NULL, NULL, NULL, 0);
-        enum store_rc rc = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 ? STORE_OK
-                                                                                  : failure(conn, r, err, errsz);
+        enum store_rc rc =
+                PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 ? STORE_OK : failure(conn, r, err, errsz);
         if (rc == STORE_OK)
                 *pooled = atoi(PQgetvalue(r, 0, 0)) != PQbackendPID(conn);
         PQclear(r);
@@ -141,8 +141,7 @@ enum store_rc session_pair(PGconn *conn, const char *first, const char *then, ch
         return rc;
 }
 
-enum store_rc session_begin(PGconn *conn, const char *first, const char *begin, int idle_ms, char *err,
-                            size_t errsz)
+enum store_rc session_begin(PGconn *conn, const char *first, const char *begin, int idle_ms, char *err, size_t errsz)
 {
         char idle[24];
         const char *params[1] = {idle};

@@ -28,8 +28,8 @@ enum store_rc session_setup(PGconn *conn, int *pooled, char *err, size_t errsz) 
 /** Open a transaction with begin (BEGIN, BEGIN READ WRITE) and dedupd's
  *  settings in it, LOCAL (idle_ms: idle_in_transaction_session_timeout); when
  *  first is given, it runs before, in a transaction of its own. One round trip. */
-enum store_rc session_begin(PGconn *conn, const char *first, const char *begin, int idle_ms, char *err,
-                            size_t errsz) __attribute__((warn_unused_result));
+enum store_rc session_begin(PGconn *conn, const char *first, const char *begin, int idle_ms, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
 
 /** first, a sync point, then then: two statements in one round trip, each
  *  its own transaction unless first opens one (the first failure is rc). */

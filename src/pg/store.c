@@ -49,8 +49,6 @@ int store_last_contended(const struct store *s) { return s->contended; }
 
 const char *store_last_failure(const struct store *s) { return s->failure; }
 
-
-
 /* Server warnings go through the logger, on one line; notices ("already
  * exists, skipping") do not. Decided here rather than by client_min_messages:
  * a session setting would not survive a pooler's change of server session. */
@@ -66,13 +64,12 @@ static void notice(void *arg, const PGresult *r)
         log_warn("postgres", "%s", buf);
 }
 
-
 /* libpq knows where it connected, or tried to: after a failure too. */
 static void describe_target(struct store *s)
 {
         const char *host = PQhost(s->conn), *port = PQport(s->conn), *db = PQdb(s->conn);
-        snprintf(s->target, sizeof(s->target), "%s:%s/%s", host && *host ? host : "?",
-                 port && *port ? port : "5432", db && *db ? db : "?");
+        snprintf(s->target, sizeof(s->target), "%s:%s/%s", host && *host ? host : "?", port && *port ? port : "5432",
+                 db && *db ? db : "?");
 }
 
 void store_set_connect_deadline(struct store *s, int64_t deadline_ms) { s->deadline_ms = deadline_ms; }
@@ -137,8 +134,9 @@ enum store_rc store_connect(struct store *s, char *err, size_t errsz)
         PQsetNoticeReceiver(s->conn, notice, NULL);
         enum store_rc rc = session_setup(s->conn, &s->pooled, err, errsz);
         if (rc == STORE_OK && s->pooled)
-                log_info("store", "%s is behind a connection pooler: no read-only default between batches, "
-                                  "instance liveness by its lease (docs/operating.md: Behind PgBouncer)",
+                log_info("store",
+                         "%s is behind a connection pooler: no read-only default between batches, "
+                         "instance liveness by its lease (docs/operating.md: Behind PgBouncer)",
                          s->target);
         if (rc != STORE_OK) {
                 PQfinish(s->conn);
@@ -286,8 +284,7 @@ static enum store_rc take_result(struct store *s, PGresult *r, PGresult **out, c
 
 /* Run a parameterised statement; parameters are text unless formats says binary. */
 static enum store_rc run_params(struct store *s, const char *sql, int nparams, const char *const *params,
-                                const int *lengths, const int *formats, PGresult **out, char *err,
-                                size_t errsz)
+                                const int *lengths, const int *formats, PGresult **out, char *err, size_t errsz)
 {
         if (!s->conn) {
                 snprintf(err, errsz, "not connected");
@@ -296,14 +293,14 @@ static enum store_rc run_params(struct store *s, const char *sql, int nparams, c
         return take_result(s, PQexecParams(s->conn, sql, nparams, NULL, params, lengths, formats, 0), out, err, errsz);
 }
 
-static enum store_rc run(struct store *s, const char *sql, int nparams, const char *const *params,
-                         PGresult **out, char *err, size_t errsz)
+static enum store_rc run(struct store *s, const char *sql, int nparams, const char *const *params, PGresult **out,
+                         char *err, size_t errsz)
 {
         return run_params(s, sql, nparams, params, NULL, NULL, out, err, errsz);
 }
 
-enum store_rc store_query(struct store *s, const char *sql, int nparams, const char *const *params,
-                          PGresult **out, char *err, size_t errsz)
+enum store_rc store_query(struct store *s, const char *sql, int nparams, const char *const *params, PGresult **out,
+                          char *err, size_t errsz)
 {
         return run(s, sql, nparams, params, out, err, errsz);
 }
@@ -337,8 +334,8 @@ static const char *prepared_name(struct store *s, const char *sql, char *name, s
         return name;
 }
 
-enum store_rc store_query_hot(struct store *s, const char *sql, int nparams, const char *const *params,
-                              PGresult **out, char *err, size_t errsz)
+enum store_rc store_query_hot(struct store *s, const char *sql, int nparams, const char *const *params, PGresult **out,
+                              char *err, size_t errsz)
 {
         char name[24];
         enum store_rc rc;
@@ -351,9 +348,7 @@ enum store_rc store_query_hot(struct store *s, const char *sql, int nparams, con
 }
 
 enum store_rc store_query_binary(struct store *s, const char *sql, int nparams, const char *const *params,
-                                 const int *lengths, const int *formats, PGresult **out, char *err,
-                                 size_t errsz)
+                                 const int *lengths, const int *formats, PGresult **out, char *err, size_t errsz)
 {
         return run_params(s, sql, nparams, params, lengths, formats, out, err, errsz);
 }
-

@@ -9,7 +9,6 @@
 
 #include "pg/result.h"
 
-
 /*
  * Every statement on dedupd.* goes through a store, and lives in pg/: the
  * layers above see functions and enums, never SQL or libpq (tests/lint/
@@ -50,20 +49,20 @@ int store_idle(const struct store *s);
 enum store_rc store_exec(struct store *s, const char *sql, char *err, size_t errsz) __attribute__((warn_unused_result));
 /** A parameterised statement (all parameters text). On success *out (when
  *  out is not NULL) holds the result, to be PQclear'ed by the caller. */
-enum store_rc store_query(struct store *s, const char *sql, int nparams, const char *const *params,
-                          PGresult **out, char *err, size_t errsz) __attribute__((warn_unused_result));
+enum store_rc store_query(struct store *s, const char *sql, int nparams, const char *const *params, PGresult **out,
+                          char *err, size_t errsz) __attribute__((warn_unused_result));
 /** 1 when the last failed statement failed on dedupd.keys' primary key
  *  (unique_violation): a key another transaction committed meanwhile. */
 int store_last_keys_conflict(const struct store *s);
 /** The same, for a statement every batch sends (sql a constant text):
  *  prepared once per connection and executed by name, so the server parses
  *  and plans it once; behind a pooler it is sent as store_query does. */
-enum store_rc store_query_hot(struct store *s, const char *sql, int nparams, const char *const *params,
-                              PGresult **out, char *err, size_t errsz) __attribute__((warn_unused_result));
+enum store_rc store_query_hot(struct store *s, const char *sql, int nparams, const char *const *params, PGresult **out,
+                              char *err, size_t errsz) __attribute__((warn_unused_result));
 /** The same, with binary parameters where formats[i] is 1 (lengths[i] bytes). */
 enum store_rc store_query_binary(struct store *s, const char *sql, int nparams, const char *const *params,
-                                 const int *lengths, const int *formats, PGresult **out, char *err,
-                                 size_t errsz) __attribute__((warn_unused_result));
+                                 const int *lengths, const int *formats, PGresult **out, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
 /** BEGIN, with dedupd's settings LOCAL to the transaction (pg/session.h). */
 enum store_rc store_begin(struct store *s, char *err, size_t errsz) __attribute__((warn_unused_result));
 /** 1 when a connection pooler stands between dedupd and the server (seen at
@@ -101,6 +100,5 @@ int store_last_contended(const struct store *s);
 /** The server process of the connection (it tells one session from the
  *  next), 0 when not connected. */
 int store_session_pid(const struct store *s);
-
 
 #endif /* DEDUPD_PG_STORE_H */

@@ -13,9 +13,9 @@ static void copy_field(char *dst, size_t sz, const PGresult *r, int row, int col
 }
 
 enum store_rc store_ext_claim(struct store *s, const char *ns, const char *key, const char *key_text, const char *topic,
-                              int32_t partition, int64_t offset, const char *fingerprint,
-                              const char *owner, int64_t lease_ms, int64_t keep_ms,
-                              int64_t response_ttl_ms, int *claimed, char *err, size_t errsz)
+                              int32_t partition, int64_t offset, const char *fingerprint, const char *owner,
+                              int64_t lease_ms, int64_t keep_ms, int64_t response_ttl_ms, int *claimed, char *err,
+                              size_t errsz)
 {
         char part[16], off[24], lease[24], keep[24], ttl[24];
         PGresult *r = NULL;
@@ -26,21 +26,28 @@ enum store_rc store_ext_claim(struct store *s, const char *ns, const char *key, 
         snprintf(lease, sizeof(lease), "%" PRId64, lease_ms);
         snprintf(keep, sizeof(keep), "%" PRId64, keep_ms);
         snprintf(ttl, sizeof(ttl), "%" PRId64, response_ttl_ms);
-        const char *params[11] = {ns,    key,   fingerprint && *fingerprint ? fingerprint : NULL,
-                                  topic, part,  off,
-                                  owner, lease, keep_ms > 0 ? keep : NULL,
-                                  response_ttl_ms > 0 ? ttl : NULL, key_text};
+        const char *params[11] = {ns,
+                                  key,
+                                  fingerprint && *fingerprint ? fingerprint : NULL,
+                                  topic,
+                                  part,
+                                  off,
+                                  owner,
+                                  lease,
+                                  keep_ms > 0 ? keep : NULL,
+                                  response_ttl_ms > 0 ? ttl : NULL,
+                                  key_text};
         *claimed = 0;
         rc = store_query(s,
-                 "INSERT INTO dedupd.keys (namespace, idem_key, status, fingerprint, topic, partition,"
-                 " \"offset\", attempts, owner, lease_until, expires_at, response_expires_at, key_text)"
-                 " VALUES ($1, $2, 'PENDING', decode($3, 'hex'), $4, $5::int, $6::bigint, 1, $7,"
-                 " now() + $8::bigint * interval '1 millisecond',"
-                 " now() + $9::bigint * interval '1 millisecond',"
-                 " now() + $10::bigint * interval '1 millisecond', $11)"
-                 " ON CONFLICT (namespace, idem_key) DO NOTHING"
-                 " RETURNING attempts",
-                 11, params, &r, err, errsz);
+                         "INSERT INTO dedupd.keys (namespace, idem_key, status, fingerprint, topic, partition,"
+                         " \"offset\", attempts, owner, lease_until, expires_at, response_expires_at, key_text)"
+                         " VALUES ($1, $2, 'PENDING', decode($3, 'hex'), $4, $5::int, $6::bigint, 1, $7,"
+                         " now() + $8::bigint * interval '1 millisecond',"
+                         " now() + $9::bigint * interval '1 millisecond',"
+                         " now() + $10::bigint * interval '1 millisecond', $11)"
+                         " ON CONFLICT (namespace, idem_key) DO NOTHING"
+                         " RETURNING attempts",
+                         11, params, &r, err, errsz);
         if (rc)
                 return rc;
         *claimed = PQntuples(r) == 1;
@@ -48,8 +55,8 @@ enum store_rc store_ext_claim(struct store *s, const char *ns, const char *key, 
         return STORE_OK;
 }
 
-enum store_rc store_ext_read(struct store *s, const char *ns, const char *key,
-                             struct store_ext_row *row, int *found, char *err, size_t errsz)
+enum store_rc store_ext_read(struct store *s, const char *ns, const char *key, struct store_ext_row *row, int *found,
+                             char *err, size_t errsz)
 {
         const char *params[2] = {ns, key};
         PGresult *r = NULL;
@@ -58,10 +65,10 @@ enum store_rc store_ext_read(struct store *s, const char *ns, const char *key,
         memset(row, 0, sizeof(*row));
         *found = 0;
         rc = store_query(s,
-                 "SELECT status, owner, lease_until, status = 'PENDING' AND lease_until > now(),"
-                 " attempts, response, encode(fingerprint, 'hex')"
-                 " FROM dedupd.keys WHERE namespace = $1 AND idem_key = $2",
-                 2, params, &r, err, errsz);
+                         "SELECT status, owner, lease_until, status = 'PENDING' AND lease_until > now(),"
+                         " attempts, response, encode(fingerprint, 'hex')"
+                         " FROM dedupd.keys WHERE namespace = $1 AND idem_key = $2",
+                         2, params, &r, err, errsz);
         if (rc)
                 return rc;
         if (PQntuples(r) == 1) {
@@ -78,9 +85,8 @@ enum store_rc store_ext_read(struct store *s, const char *ns, const char *key,
         return STORE_OK;
 }
 
-enum store_rc store_ext_take_over(struct store *s, const char *ns, const char *key,
-                                  const char *owner, int64_t lease_ms, int from_expired,
-                                  int *attempts, char *err, size_t errsz)
+enum store_rc store_ext_take_over(struct store *s, const char *ns, const char *key, const char *owner, int64_t lease_ms,
+                                  int from_expired, int *attempts, char *err, size_t errsz)
 {
         char lease[24];
         const char *params[4] = {ns, key, owner, lease};
@@ -92,19 +98,18 @@ enum store_rc store_ext_take_over(struct store *s, const char *ns, const char *k
         /* The WHERE clause is the compare: two takers of one expired lease
          * both run this, and the row lock lets exactly one of them match. */
         rc = store_query(s,
-                 from_expired
-                         ? "UPDATE dedupd.keys SET status = 'PENDING', owner = $3,"
-                           " lease_until = now() + $4::bigint * interval '1 millisecond',"
-                           " attempts = attempts + 1, updated_at = now()"
-                           " WHERE namespace = $1 AND idem_key = $2 AND status = 'EXPIRED'"
-                           " RETURNING attempts"
-                         : "UPDATE dedupd.keys SET owner = $3,"
-                           " lease_until = now() + $4::bigint * interval '1 millisecond',"
-                           " attempts = attempts + 1, updated_at = now()"
-                           " WHERE namespace = $1 AND idem_key = $2 AND status = 'PENDING'"
-                           " AND (lease_until < now() OR owner = $3)"
-                           " RETURNING attempts",
-                 4, params, &r, err, errsz);
+                         from_expired ? "UPDATE dedupd.keys SET status = 'PENDING', owner = $3,"
+                                        " lease_until = now() + $4::bigint * interval '1 millisecond',"
+                                        " attempts = attempts + 1, updated_at = now()"
+                                        " WHERE namespace = $1 AND idem_key = $2 AND status = 'EXPIRED'"
+                                        " RETURNING attempts"
+                                      : "UPDATE dedupd.keys SET owner = $3,"
+                                        " lease_until = now() + $4::bigint * interval '1 millisecond',"
+                                        " attempts = attempts + 1, updated_at = now()"
+                                        " WHERE namespace = $1 AND idem_key = $2 AND status = 'PENDING'"
+                                        " AND (lease_until < now() OR owner = $3)"
+                                        " RETURNING attempts",
+                         4, params, &r, err, errsz);
         if (rc)
                 return rc;
         if (PQntuples(r) == 1)
@@ -114,8 +119,7 @@ enum store_rc store_ext_take_over(struct store *s, const char *ns, const char *k
 }
 
 enum store_rc store_ext_finish(struct store *s, const char *ns, const char *key, const char *owner,
-                               enum key_status status, const char *response, int *finished, char *err,
-                               size_t errsz)
+                               enum key_status status, const char *response, int *finished, char *err, size_t errsz)
 {
         const char *params[5] = {ns, key, owner, key_status_name(status), response};
         PGresult *r = NULL;
@@ -126,10 +130,10 @@ enum store_rc store_ext_finish(struct store *s, const char *ns, const char *key,
          * whose lease ran out but whom nobody replaced still may: nobody
          * else ran the effect. */
         rc = store_query(s,
-                 "UPDATE dedupd.keys SET status = $4, response = $5, owner = NULL,"
-                 " lease_until = NULL, updated_at = now()"
-                 " WHERE namespace = $1 AND idem_key = $2 AND owner = $3 AND status = 'PENDING'",
-                 5, params, &r, err, errsz);
+                         "UPDATE dedupd.keys SET status = $4, response = $5, owner = NULL,"
+                         " lease_until = NULL, updated_at = now()"
+                         " WHERE namespace = $1 AND idem_key = $2 AND owner = $3 AND status = 'PENDING'",
+                         5, params, &r, err, errsz);
         if (rc)
                 return rc;
         *finished = atoi(PQcmdTuples(r)) == 1;
@@ -137,19 +141,18 @@ enum store_rc store_ext_finish(struct store *s, const char *ns, const char *key,
         return STORE_OK;
 }
 
-enum store_rc store_ext_release(struct store *s, const char *ns, const char *key,
-                                const char *owner, char *err, size_t errsz)
+enum store_rc store_ext_release(struct store *s, const char *ns, const char *key, const char *owner, char *err,
+                                size_t errsz)
 {
         const char *params[3] = {ns, key, owner};
         return store_query(s,
-                   "UPDATE dedupd.keys SET lease_until = now(), updated_at = now()"
-                   " WHERE namespace = $1 AND idem_key = $2 AND owner = $3 AND status = 'PENDING'",
-                   3, params, NULL, err, errsz);
+                           "UPDATE dedupd.keys SET lease_until = now(), updated_at = now()"
+                           " WHERE namespace = $1 AND idem_key = $2 AND owner = $3 AND status = 'PENDING'",
+                           3, params, NULL, err, errsz);
 }
 
-enum store_rc store_ext_reap(struct store *s, const char *ns, const char *topic,
-                             int64_t expire_after_ms, int limit, size_t *reaped, char *sample,
-                             size_t samplesz, char *err, size_t errsz)
+enum store_rc store_ext_reap(struct store *s, const char *ns, const char *topic, int64_t expire_after_ms, int limit,
+                             size_t *reaped, char *sample, size_t samplesz, char *err, size_t errsz)
 {
         char after[24], lim[16];
         const char *params[4] = {ns, topic, after, lim};
@@ -163,14 +166,14 @@ enum store_rc store_ext_reap(struct store *s, const char *ns, const char *topic,
          * reaper never waits on an owner finishing right now. The row stays:
          * deleting it would let the next delivery execute again. */
         rc = store_query(s,
-                 "UPDATE dedupd.keys AS k SET status = 'EXPIRED', owner = NULL, updated_at = now()"
-                 " FROM (SELECT idem_key FROM dedupd.keys"
-                 "       WHERE namespace = $1 AND status = 'PENDING' AND topic = $2"
-                 "       AND lease_until < now() - $3::bigint * interval '1 millisecond'"
-                 "       ORDER BY lease_until LIMIT $4::int FOR UPDATE SKIP LOCKED) AS e"
-                 " WHERE k.namespace = $1 AND k.idem_key = e.idem_key AND k.status = 'PENDING'"
-                 " RETURNING k.idem_key",
-                 4, params, &r, err, errsz);
+                         "UPDATE dedupd.keys AS k SET status = 'EXPIRED', owner = NULL, updated_at = now()"
+                         " FROM (SELECT idem_key FROM dedupd.keys"
+                         "       WHERE namespace = $1 AND status = 'PENDING' AND topic = $2"
+                         "       AND lease_until < now() - $3::bigint * interval '1 millisecond'"
+                         "       ORDER BY lease_until LIMIT $4::int FOR UPDATE SKIP LOCKED) AS e"
+                         " WHERE k.namespace = $1 AND k.idem_key = e.idem_key AND k.status = 'PENDING'"
+                         " RETURNING k.idem_key",
+                         4, params, &r, err, errsz);
         if (rc)
                 return rc;
         *reaped = (size_t)PQntuples(r);

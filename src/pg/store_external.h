@@ -22,7 +22,7 @@ struct store_ext_row {
         char lease_until[64]; /* "" when NULL; the database's text form */
         int live;             /* PENDING and lease_until > now() */
         int attempts;
-        char response[256]; /* first response, cut to fit; "" when NULL */
+        char response[256];   /* first response, cut to fit; "" when NULL */
         char fingerprint[65]; /* hex; "" when NULL */
 };
 
@@ -32,13 +32,13 @@ struct store_ext_row {
  * 0: never). *claimed = 1 when this call inserted it, 0 on a conflict.
  */
 enum store_rc store_ext_claim(struct store *s, const char *ns, const char *key, const char *key_text, const char *topic,
-                              int32_t partition, int64_t offset, const char *fingerprint,
-                              const char *owner, int64_t lease_ms, int64_t keep_ms,
-                              int64_t response_ttl_ms, int *claimed, char *err, size_t errsz) __attribute__((warn_unused_result));
+                              int32_t partition, int64_t offset, const char *fingerprint, const char *owner,
+                              int64_t lease_ms, int64_t keep_ms, int64_t response_ttl_ms, int *claimed, char *err,
+                              size_t errsz) __attribute__((warn_unused_result));
 
 /** Read a key's row; *found = 0 when there is none. */
-enum store_rc store_ext_read(struct store *s, const char *ns, const char *key,
-                             struct store_ext_row *row, int *found, char *err, size_t errsz) __attribute__((warn_unused_result));
+enum store_rc store_ext_read(struct store *s, const char *ns, const char *key, struct store_ext_row *row, int *found,
+                             char *err, size_t errsz) __attribute__((warn_unused_result));
 
 /**
  * Compare-and-set takeover. From PENDING: only when the lease ran out, or
@@ -47,9 +47,9 @@ enum store_rc store_ext_read(struct store *s, const char *ns, const char *key,
  * and attempts + 1. *attempts = the new count, or 0 when the row was not in
  * that state any more (someone else took it).
  */
-enum store_rc store_ext_take_over(struct store *s, const char *ns, const char *key,
-                                  const char *owner, int64_t lease_ms, int from_expired,
-                                  int *attempts, char *err, size_t errsz) __attribute__((warn_unused_result));
+enum store_rc store_ext_take_over(struct store *s, const char *ns, const char *key, const char *owner, int64_t lease_ms,
+                                  int from_expired, int *attempts, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
 
 /**
  * Record the outcome (KEY_DONE or KEY_FAILED) and first response, fenced by
@@ -57,12 +57,12 @@ enum store_rc store_ext_take_over(struct store *s, const char *ns, const char *k
  * lease was lost) — it is then left exactly as the new owner has it.
  */
 enum store_rc store_ext_finish(struct store *s, const char *ns, const char *key, const char *owner,
-                               enum key_status status, const char *response, int *finished, char *err,
-                               size_t errsz) __attribute__((warn_unused_result));
+                               enum key_status status, const char *response, int *finished, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
 
 /** Give the lease up now (handler RETRY): the next attempt may take over at once. */
-enum store_rc store_ext_release(struct store *s, const char *ns, const char *key,
-                                const char *owner, char *err, size_t errsz) __attribute__((warn_unused_result));
+enum store_rc store_ext_release(struct store *s, const char *ns, const char *key, const char *owner, char *err,
+                                size_t errsz) __attribute__((warn_unused_result));
 
 /**
  * Mark at most `limit` PENDING keys of topic whose lease ran out more than
@@ -70,8 +70,8 @@ enum store_rc store_ext_release(struct store *s, const char *ns, const char *key
  * many; the first of their keys are appended to sample (comma-separated,
  * cut to fit).
  */
-enum store_rc store_ext_reap(struct store *s, const char *ns, const char *topic,
-                             int64_t expire_after_ms, int limit, size_t *reaped, char *sample,
-                             size_t samplesz, char *err, size_t errsz) __attribute__((warn_unused_result));
+enum store_rc store_ext_reap(struct store *s, const char *ns, const char *topic, int64_t expire_after_ms, int limit,
+                             size_t *reaped, char *sample, size_t samplesz, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
 
 #endif

@@ -11,9 +11,7 @@
 #endif
 
 static const struct broker *const table[] = {
-        &kafka_broker,
-        &rabbitmq_broker,
-        &nats_broker,
+        &kafka_broker, &rabbitmq_broker, &nats_broker,
 #ifdef DEDUPD_LOOPBACK
         &loopback_broker, /* test builds only: the in-memory broker the runner's unit tests drive */
 #endif

@@ -38,9 +38,9 @@ enum broker_check {
 /** Where a broker's check speaks to the operator. */
 struct broker_report {
         FILE *out, *err;
-        const char *path;  /* the config file, the start of every problem line */
-        int warnings;      /* counted by the check */
-        int timeout_ms;    /* the longest one answer may take */
+        const char *path; /* the config file, the start of every problem line */
+        int warnings;     /* counted by the check */
+        int timeout_ms;   /* the longest one answer may take */
 };
 
 /** How long dedupctl check waits for a broker's answer. */
@@ -54,7 +54,7 @@ struct broker_run;
 
 struct broker {
         const struct config_broker *config; /* name, title, rows, checks across keys (its settings.c) */
-        const char *awaited;         /* what start-up says it waits for: "the broker", "NATS" */
+        const char *awaited;                /* what start-up says it waits for: "the broker", "NATS" */
         /** Its libraries' versions for --version ("librdkafka 2.0.2"). */
         const char *(*versions)(char *buf, size_t bufsz);
         /** Acknowledged messages are gone for good (no replay from a position):
@@ -81,8 +81,7 @@ struct broker {
         /** Prints the broker's lag table on out; with expect_caught_up, what is not caught up goes to
          *  finding. -1 with err when the broker or the database did not answer. */
         int (*lag)(struct store *s, const struct config *cfg, FILE *out, int expect_caught_up,
-                   broker_finding_fn finding,
-                   void *opaque, char *err, size_t errsz);
+                   broker_finding_fn finding, void *opaque, char *err, size_t errsz);
 };
 
 #endif

@@ -22,10 +22,10 @@ struct replay_opts {
         /* reset: exactly one target */
         int to_beginning;
         /* reset: the new position; reproduce: the end of the range (exclusive) */
-        int64_t to_offset; /* -1: not given */
+        int64_t to_offset;  /* -1: not given */
         int64_t to_time_ms; /* -1: not given */
         /* reproduce: the start of the range (inclusive) */
-        int64_t from_offset; /* -1: not given (the low watermark) */
+        int64_t from_offset;  /* -1: not given (the low watermark) */
         int64_t from_time_ms; /* -1: not given */
 };
 

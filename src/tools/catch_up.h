@@ -8,9 +8,9 @@
 #include "pg/store.h"
 
 enum catch_up_rc {
-        CATCH_UP_DONE = 0,     /* lag 0 everywhere: the report now counts everything */
-        CATCH_UP_BEHIND = 1,   /* the wait ran out; what is behind was printed on stderr */
-        CATCH_UP_ERROR = -1,   /* the database or the broker did not answer at the last look (err) */
+        CATCH_UP_DONE = 0,   /* lag 0 everywhere: the report now counts everything */
+        CATCH_UP_BEHIND = 1, /* the wait ran out; what is behind was printed on stderr */
+        CATCH_UP_ERROR = -1, /* the database or the broker did not answer at the last look (err) */
 };
 
 /** Asks the broker's lag op (and the database, for dedupd's position) once a

@@ -42,8 +42,8 @@ static enum check_rc check_handlers(struct check_ctx *ck)
                         continue;
                 }
                 const char *version = loader_version(&h);
-                fprintf(ck->o->out, "topic %s: key %s%s%s%s%s, handler %s%s%s (ABI %u), dead letters to %s\n",
-                        t->name, t->key_subject, t->key_action ? "/" : "", t->key_action ? t->key_action : "",
+                fprintf(ck->o->out, "topic %s: key %s%s%s%s%s, handler %s%s%s (ABI %u), dead letters to %s\n", t->name,
+                        t->key_subject, t->key_action ? "/" : "", t->key_action ? t->key_action : "",
                         t->key_request ? "/" : "", t->key_request ? t->key_request : "",
                         h.desc->name ? h.desc->name : "?", version ? " " : "", version ? version : "",
                         h.desc->abi_major, t->dlq_topic);
@@ -72,8 +72,8 @@ static void check_replication(struct check_ctx *ck, struct store *s)
         if (!broker_of(ck->cfg)->acks_final)
                 return;
         if (store_replication_read(s, &r, err, sizeof(err)) != STORE_OK) {
-                fprintf(ck->o->err, "%s: warning: cannot read the database's replication settings: %s\n",
-                        ck->cfg->path, err);
+                fprintf(ck->o->err, "%s: warning: cannot read the database's replication settings: %s\n", ck->cfg->path,
+                        err);
                 ck->warnings++;
                 return;
         }
@@ -134,7 +134,9 @@ static enum check_rc check_broker(struct check_ctx *ck)
         struct broker_report rep = {ck->o->out, ck->o->err, ck->cfg->path, 0, ck->o->broker_timeout_ms};
         enum broker_check rc = broker_of(ck->cfg)->check(ck->cfg, &rep);
         ck->warnings += rep.warnings;
-        return rc == BROKER_CHECK_UNREACHABLE ? CHECK_UNREACHABLE : rc == BROKER_CHECK_INVALID ? CHECK_INVALID : CHECK_OK;
+        return rc == BROKER_CHECK_UNREACHABLE ? CHECK_UNREACHABLE
+               : rc == BROKER_CHECK_INVALID   ? CHECK_INVALID
+                                              : CHECK_OK;
 }
 
 enum check_rc check_run(const struct config *cfg, const struct check_opts *o)

@@ -71,8 +71,8 @@ int cmd_migrate(struct config *cfg, const struct cmd_args *a)
                 fprintf(stderr, "dedupctl: cannot read the schema back: %s\n", err);
                 rc = 1;
         } else if (differences) {
-                fprintf(stderr, "dedupctl: schema dedupd differs from its description in %d place%s: %s\n",
-                        differences, differences == 1 ? "" : "s", report);
+                fprintf(stderr, "dedupctl: schema dedupd differs from its description in %d place%s: %s\n", differences,
+                        differences == 1 ? "" : "s", report);
                 rc = 1;
         } else {
                 printf("schema dedupd: %s\n", report);
@@ -146,8 +146,7 @@ int cmd_inspect(struct config *cfg, const struct cmd_args *a)
                 rc = 1;
         } else {
                 for (int c = 0; c < PQnfields(r); c++)
-                        printf("%-19s %s\n", PQfname(r, c),
-                               PQgetisnull(r, 0, c) ? "(null)" : PQgetvalue(r, 0, c));
+                        printf("%-19s %s\n", PQfname(r, c), PQgetisnull(r, 0, c) ? "(null)" : PQgetvalue(r, 0, c));
                 rc = 0;
         }
         PQclear(r);
@@ -235,8 +234,7 @@ int cmd_replay_args(struct cmd_args *a)
                 fprintf(stderr, "dedupctl replay: --from-offset and --from-time go with --reproduce\n");
                 return -1;
         }
-        if (a->reproduce && (a->to_beginning || (a->from_offset && a->from_time) ||
-                             (a->to_offset && a->to_time))) {
+        if (a->reproduce && (a->to_beginning || (a->from_offset && a->from_time) || (a->to_offset && a->to_time))) {
                 fprintf(stderr, "dedupctl replay --reproduce: a range is --from-offset N or --from-time "
                                 "TIME, and --to-offset M or --to-time TIME\n");
                 return -1;
@@ -333,8 +331,7 @@ int cmd_purge(struct config *cfg, const struct cmd_args *a)
         } else {
                 printf("%-26s kept (outbox.keep is 0)\n", "sent outbox rows:");
         }
-        printf("%-26s %" PRId64 " (past expires_at, never purged)\n", "PENDING keys left alone:",
-               st.pending_kept);
+        printf("%-26s %" PRId64 " (past expires_at, never purged)\n", "PENDING keys left alone:", st.pending_kept);
         return 0;
 }
 
@@ -397,11 +394,13 @@ int cmd_outbox_args(struct cmd_args *a)
         return 0;
 }
 
-
 int cmd_check(struct config *cfg, const struct cmd_args *a)
 {
-        struct check_opts co = {.print = a->print, .offline = a->offline, .broker_timeout_ms = BROKER_CHECK_TIMEOUT_MS,
-                                .out = stdout, .err = stderr};
+        struct check_opts co = {.print = a->print,
+                                .offline = a->offline,
+                                .broker_timeout_ms = BROKER_CHECK_TIMEOUT_MS,
+                                .out = stdout,
+                                .err = stderr};
         return (int)check_run(cfg, &co);
 }
 

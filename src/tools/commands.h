@@ -20,18 +20,18 @@ struct cmd_args {
         const char *role;       /* grant --role */
         const char *tables[64]; /* grant --table, repeated */
         size_t table_cnt;
-        int apply;              /* grant --apply */
-        int all, unsent;        /* outbox --all, --unsent */
-        const char *limit;      /* outbox list --limit */
-        int markdown;           /* help-config: 1 --markdown, 2 --man */
-        int nwords;             /* what follows the options: inspect's KEY, outbox's ACTION [ID...] */
+        int apply;         /* grant --apply */
+        int all, unsent;   /* outbox --all, --unsent */
+        const char *limit; /* outbox list --limit */
+        int markdown;      /* help-config: 1 --markdown, 2 --man */
+        int nwords;        /* what follows the options: inspect's KEY, outbox's ACTION [ID...] */
         char *const *words;
 
         /* Made by the args steps, before the config is read. */
         struct replay_opts replay;
         int32_t *parts; /* replay --partitions */
         struct outbox_opts outbox;
-        int batch_rows;   /* purge --batch (0: purge.batch) */
+        int batch_rows;    /* purge --batch (0: purge.batch) */
         double rate_per_s; /* plan --rate */
 };
 

@@ -15,8 +15,7 @@ int mismatch_report(struct store *s, const char *ns, char *err, size_t errsz)
         printf("  %-32s %10s\n", "total", PQgetvalue(count, 0, 0));
         for (int i = 0; i < PQntuples(rows); i++)
                 printf("  %s key %s from %s/%s offset %s (%s)\n", i ? "    " : "e.g.", PQgetvalue(rows, i, 0),
-                       PQgetvalue(rows, i, 1), PQgetvalue(rows, i, 2), PQgetvalue(rows, i, 3),
-                       PQgetvalue(rows, i, 4));
+                       PQgetvalue(rows, i, 1), PQgetvalue(rows, i, 2), PQgetvalue(rows, i, 3), PQgetvalue(rows, i, 4));
         rc = 0;
 out:
         PQclear(count);

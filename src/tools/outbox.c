@@ -39,8 +39,8 @@ static int parse_ids(int argc, char *const *argv, struct outbox_opts *o, char *e
         return 0;
 }
 
-int outbox_parse(int argc, char *const *argv, int all, int unsent, const char *limit, struct outbox_opts *o,
-                 char *err, size_t errsz)
+int outbox_parse(int argc, char *const *argv, int all, int unsent, const char *limit, struct outbox_opts *o, char *err,
+                 size_t errsz)
 {
         memset(o, 0, sizeof(*o));
         o->all = all;

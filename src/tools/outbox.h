@@ -21,8 +21,8 @@ struct outbox_opts {
 
 /** The words after `outbox` (ACTION [ID...]) and its options, checked
  *  before the config is read. 0, or -1 with why (bad usage: exit 2). */
-int outbox_parse(int argc, char *const *argv, int all, int unsent, const char *limit, struct outbox_opts *o,
-                 char *err, size_t errsz);
+int outbox_parse(int argc, char *const *argv, int all, int unsent, const char *limit, struct outbox_opts *o, char *err,
+                 size_t errsz);
 void outbox_opts_free(struct outbox_opts *o);
 
 /** Run it against the config's namespace; the exit code: 0, 1 when an ID

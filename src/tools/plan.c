@@ -15,12 +15,10 @@
 /* Fewer rows than this say more about 8 kB pages than about a row. */
 #define PLAN_MIN_MEASURED_ROWS 10000
 
-int plan_class(double rate_per_s, int64_t keep_ms, double row_bytes, uint64_t *rows,
-               uint64_t *bytes)
+int plan_class(double rate_per_s, int64_t keep_ms, double row_bytes, uint64_t *rows, uint64_t *bytes)
 {
         double r, b;
-        if (!isfinite(rate_per_s) || !isfinite(row_bytes) || rate_per_s < 0 || keep_ms < 0 ||
-            row_bytes < 0)
+        if (!isfinite(rate_per_s) || !isfinite(row_bytes) || rate_per_s < 0 || keep_ms < 0 || row_bytes < 0)
                 return -1;
         r = rate_per_s * (double)keep_ms / 1000.0;
         if (r >= 1.8e19)
@@ -35,9 +33,12 @@ int plan_class(double rate_per_s, int64_t keep_ms, double row_bytes, uint64_t *r
 
 int plan_parse_rate(const char *s, double *per_s, char *err, size_t errsz)
 {
-        static const struct { const char *unit; double secs; } units[] = {
-                {"", 1}, {"/s", 1}, {"/sec", 1}, {"/second", 1}, {"/min", 60}, {"/minute", 60},
-                {"/m", 60}, {"/h", 3600}, {"/hour", 3600},
+        static const struct {
+                const char *unit;
+                double secs;
+        } units[] = {
+                {"", 1},         {"/s", 1},  {"/sec", 1},  {"/second", 1},  {"/min", 60},
+                {"/minute", 60}, {"/m", 60}, {"/h", 3600}, {"/hour", 3600},
         };
         char *end;
         double v;
@@ -61,8 +62,8 @@ bad:
         return -1;
 }
 
-static const char *human(uint64_t n, const char *const *units, size_t unit_cnt, double step,
-                         const char *sep, char *buf, size_t bufsz)
+static const char *human(uint64_t n, const char *const *units, size_t unit_cnt, double step, const char *sep, char *buf,
+                         size_t bufsz)
 {
         double v = (double)n;
         size_t u = 0;
@@ -73,8 +74,7 @@ static const char *human(uint64_t n, const char *const *units, size_t unit_cnt, 
         if (u == 0)
                 snprintf(buf, bufsz, "%" PRIu64 "%s%s", n, *units[0] ? sep : "", units[0]);
         else
-                snprintf(buf, bufsz, v >= 99.95 ? "%.0f%s%s" : v >= 9.995 ? "%.1f%s%s" : "%.2f%s%s", v,
-                         sep, units[u]);
+                snprintf(buf, bufsz, v >= 99.95 ? "%.0f%s%s" : v >= 9.995 ? "%.1f%s%s" : "%.2f%s%s", v, sep, units[u]);
         return buf;
 }
 
@@ -93,16 +93,16 @@ const char *plan_human_bytes(uint64_t n, char *buf, size_t bufsz)
 /* Average bytes a row of dedupd.keys takes now (table, indexes, TOAST),
  * into *row_bytes with how it was found; 0 when measured, 1 when the
  * estimate stands. */
-static int measure_row(struct store *s, const struct config *cfg, double *row_bytes, char *how,
-                       size_t howsz)
+static int measure_row(struct store *s, const struct config *cfg, double *row_bytes, char *how, size_t howsz)
 {
         struct keys_size ks;
         char err[512], size[32], cnt[32];
 
         *row_bytes = PLAN_DEFAULT_ROW_BYTES;
         if (!s || !store_ok(s)) {
-                snprintf(how, howsz, "estimated (the seed's 100 B a row: key + status + times); "
-                                     "no database connection to measure it");
+                snprintf(how, howsz,
+                         "estimated (the seed's 100 B a row: key + status + times); "
+                         "no database connection to measure it");
                 return 1;
         }
         if (store_keys_size(s, cfg->namespace, &ks, err, sizeof(err)))
@@ -177,8 +177,7 @@ static void topics_of(const struct config *cfg, const struct retention_class *c,
         buf[0] = '\0';
         for (size_t i = 0; i < cfg->topic_cnt; i++)
                 if (cfg->topics[i].retention == c && off < bufsz)
-                        off += (size_t)snprintf(buf + off, bufsz - off, "%s%s", off ? "," : "",
-                                                cfg->topics[i].name);
+                        off += (size_t)snprintf(buf + off, bufsz - off, "%s%s", off ? "," : "", cfg->topics[i].name);
         if (!off)
                 snprintf(buf, bufsz, "(none)");
 }
@@ -235,8 +234,9 @@ int plan_print(const struct config *cfg, struct store *s, double rate_per_s, FIL
                 snprintf(err, errsz, "the rate is too large to plan for");
                 return -1;
         }
-        fprintf(out, "namespace %s: %.10g new keys/s (%s a day) into each class\n"
-                     "(an upper bound: a duplicate adds no row)\n",
+        fprintf(out,
+                "namespace %s: %.10g new keys/s (%s a day) into each class\n"
+                "(an upper bound: a duplicate adds no row)\n",
                 cfg->namespace, rate_per_s, plan_human_count(rows, h1, sizeof(h1)));
         fprintf(out, "row size: %.0f B, %s\n\n", row_bytes, how);
         table_add(&t, (const char *const[]){"class", "keep", "topics", "rows kept", "on disk"});

@@ -17,8 +17,7 @@ struct store;
 
 /** rows = rate x keep, bytes = rows x row size (both rounded). Returns 0, or
  *  -1 when an input is negative or the result overflows. */
-int plan_class(double rate_per_s, int64_t keep_ms, double row_bytes, uint64_t *rows,
-               uint64_t *bytes);
+int plan_class(double rate_per_s, int64_t keep_ms, double row_bytes, uint64_t *rows, uint64_t *bytes);
 
 /** "10000/s", "600000/min", "36000000/h" or "10000" (per second). Returns 0,
  *  or -1 with a message. */
@@ -35,7 +34,6 @@ const char *plan_human_bytes(uint64_t n, char *buf, size_t bufsz);
  * is connected and the table has rows, otherwise PLAN_DEFAULT_ROW_BYTES;
  * the output says which. Returns 0, or -1 with a message.
  */
-int plan_print(const struct config *cfg, struct store *s, double rate_per_s, FILE *out,
-               char *err, size_t errsz);
+int plan_print(const struct config *cfg, struct store *s, double rate_per_s, FILE *out, char *err, size_t errsz);
 
 #endif

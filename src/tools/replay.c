@@ -41,8 +41,8 @@ int replay_parse_time(const char *s, int64_t *ms, char *err, size_t errsz)
                 *ms = strtoll(s, NULL, 10);
                 return 0;
         }
-        if (take_digits(&p, 4, &y) || *p++ != '-' || take_digits(&p, 2, &mo) || *p++ != '-' ||
-            take_digits(&p, 2, &d) || (*p != 'T' && *p != 't' && *p != ' '))
+        if (take_digits(&p, 4, &y) || *p++ != '-' || take_digits(&p, 2, &mo) || *p++ != '-' || take_digits(&p, 2, &d) ||
+            (*p != 'T' && *p != 't' && *p != ' '))
                 goto bad;
         p++;
         if (take_digits(&p, 2, &h) || *p++ != ':' || take_digits(&p, 2, &mi))
@@ -82,16 +82,16 @@ int replay_parse_time(const char *s, int64_t *ms, char *err, size_t errsz)
         }
         if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
                 goto bad;
-        struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h,
-                        .tm_min = mi, .tm_sec = sec};
+        struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h, .tm_min = mi, .tm_sec = sec};
         time_t t = timegm(&tm);
         if (tm.tm_mday != d || tm.tm_mon != mo - 1) /* timegm normalised 2026-02-30 */
                 goto bad;
         *ms = ((int64_t)t - (int64_t)zone_min * 60) * 1000 + frac_ms;
         return 0;
 bad:
-        snprintf(err, errsz, "bad time '%s': expected ISO-8601 like 2026-11-29T20:00:00Z or epoch "
-                             "milliseconds",
+        snprintf(err, errsz,
+                 "bad time '%s': expected ISO-8601 like 2026-11-29T20:00:00Z or epoch "
+                 "milliseconds",
                  s);
         return -1;
 }
@@ -150,4 +150,3 @@ bad:
         free(v);
         return -1;
 }
-

@@ -18,6 +18,4 @@ int replay_parse_offset(const char *s, int64_t *out, char *err, size_t errsz);
 /** "0,2,5" into a malloc'd array of distinct non-negative partitions. */
 int replay_parse_partitions(const char *s, int32_t **out, size_t *cnt, char *err, size_t errsz);
 
-
-
 #endif

@@ -18,7 +18,6 @@
 #include "tools/catch_up.h"
 #include "tools/mismatch_report.h"
 
-
 static const char *const statuses[] = {"DONE", "FAILED", "PENDING", "EXPIRED"};
 #define STATUS_CNT 4
 
@@ -28,7 +27,7 @@ static const char *const evidence_checks[STORE_EVIDENCE_CHECKS] = {
         "FAILED keys with an effect",
 };
 static const char *const evidence_kinds[STORE_EVIDENCE_CHECKS] = {"two-effects", "done-without-effect",
-                                                                 "failed-with-effect"};
+                                                                  "failed-with-effect"};
 
 /* Anomalies, each one line, printed together at the end. */
 struct findings {
@@ -101,11 +100,9 @@ static int keys_by_status(struct store *s, const char *ns, struct findings *f, c
         return 0;
 }
 
-static int counters(struct store *s, const struct config *cfg, const struct verify_opts *o, char *err,
-                    size_t errsz)
+static int counters(struct store *s, const struct config *cfg, const struct verify_opts *o, char *err, size_t errsz)
 {
-        static const char *const names[] = {"consumed", "applied", "rejected", "duplicates absorbed",
-                                            "dead-lettered"};
+        static const char *const names[] = {"consumed", "applied", "rejected", "duplicates absorbed", "dead-lettered"};
         PGresult *r = NULL;
         if (store_audit_counters(s, cfg->namespace, &r, err, errsz))
                 return -1;
@@ -218,8 +215,8 @@ static int evidence_of(struct store *s, const struct config *cfg, struct evidenc
         return 0;
 }
 
-static int evidence_check(struct store *s, const struct config *cfg, const struct evidence *e,
-                          struct findings *f, char *err, size_t errsz)
+static int evidence_check(struct store *s, const struct config *cfg, const struct evidence *e, struct findings *f,
+                          char *err, size_t errsz)
 {
         char shown[256] = "";
         int exists = 0, has_column = 0;
@@ -275,10 +272,7 @@ static int evidence(struct store *s, const struct config *cfg, struct findings *
         return rc;
 }
 
-static void add_line(void *opaque, const char *line)
-{
-        add(opaque, "%s", line);
-}
+static void add_line(void *opaque, const char *line) { add(opaque, "%s", line); }
 
 /* The broker's side: its own lag table. */
 static int broker_lag(struct store *s, const struct config *cfg, const struct verify_opts *o, struct findings *f,
@@ -287,8 +281,7 @@ static int broker_lag(struct store *s, const struct config *cfg, const struct ve
         return broker_of(cfg)->lag(s, cfg, stdout, o->expect_caught_up, add_line, f, err, errsz);
 }
 
-enum verify_rc verify_run(const struct config *cfg, const struct verify_opts *o, char *err,
-                          size_t errsz)
+enum verify_rc verify_run(const struct config *cfg, const struct verify_opts *o, char *err, size_t errsz)
 {
         struct store *s = store_open(cfg->pg_conninfo, err, errsz);
         struct findings f = {0};

@@ -21,7 +21,6 @@ struct verify_opts {
 };
 
 /** Print the report on stdout (problems reaching things in err). */
-enum verify_rc verify_run(const struct config *cfg, const struct verify_opts *o, char *err,
-                          size_t errsz);
+enum verify_rc verify_run(const struct config *cfg, const struct verify_opts *o, char *err, size_t errsz);
 
 #endif

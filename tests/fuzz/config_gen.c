@@ -44,13 +44,13 @@ struct gen {
         size_t mcnt;
         const struct gen_env *env;
         struct strbuf out;
-        int source;                  /* the broker the text names: its place in the broker table */
-        int topic;                   /* index of the topic being written */
-        int anchors;                 /* &a0 ... defined so far */
-        unsigned row;                /* rows visited so far */
-        unsigned keys;               /* keys written so far */
-        const struct mutation *cur;  /* the mutation of the row being written, or NULL */
-        unsigned taken;              /* bytes it gave so far */
+        int source;                 /* the broker the text names: its place in the broker table */
+        int topic;                  /* index of the topic being written */
+        int anchors;                /* &a0 ... defined so far */
+        unsigned row;               /* rows visited so far */
+        unsigned keys;              /* keys written so far */
+        const struct mutation *cur; /* the mutation of the row being written, or NULL */
+        unsigned taken;             /* bytes it gave so far */
         uint32_t rng;
 };
 
@@ -138,7 +138,8 @@ static const struct palette palettes[] = {
 
 /* Trees are YAML as the handler (or the fingerprint) gets it. */
 static const struct palette trees[] = {
-        {"topics.handler.config", {"{a: 1, b: [x, y], c: {d: e}}", "{}", "[1, 2]", "x", "{k: \"${DEDUPD_FUZZ_UNSET}\"}"}},
+        {"topics.handler.config",
+         {"{a: 1, b: [x, y], c: {d: e}}", "{}", "[1, 2]", "x", "{k: \"${DEDUPD_FUZZ_UNSET}\"}"}},
         {"topics.fingerprint.fields", {"[user_id, amount]", "[a..b]", "[]", "x", "[[a]]", "[\"\"]"}},
 };
 
@@ -224,14 +225,16 @@ static void emit_valid(struct gen *g, const struct field *f, const char *path, i
 
 static void emit_odd(struct gen *g, const struct field *f)
 {
-        static const char *const ints[] = {"-0", "+5", "0x10", "1e3", "9223372036854775808", "\" 5\"", "1.5",
-                                           "-9223372036854775809", "'7'", "2147483648"};
-        static const char *const durations[] = {"0", "-1s", "1w", "99999999999999d", "5 m", "1h30m",
-                                                "ms", "9223372036854775807", "1.5s", "0ms"};
+        static const char *const ints[] = {
+                "-0",  "+5",        "0x10", "1e3", "9223372036854775808", "\" 5\"", "1.5", "-9223372036854775809",
+                "'7'", "2147483648"};
+        static const char *const durations[] = {
+                "0", "-1s", "1w", "99999999999999d", "5 m", "1h30m", "ms", "9223372036854775807", "1.5s", "0ms"};
         static const char *const bools[] = {"True", "1", "y", "'true'", "TRUE"};
-        static const char *const strs[] = {"\"null\"", "\"\xff\xfe\"", "\"{offset}\"", "\"{json:}\"", "\"}{\"",
-                                           "\"\xc3\xbc\xe2\x82\xac\xf0\x9f\x98\x80\"", "\"\\x00a\"", "\"a\\nb\"",
-                                           "\"${DEDUPD_FUZZ_LONG}\"", "\" \""};
+        static const char *const strs[] = {"\"null\"",    "\"\xff\xfe\"", "\"{offset}\"",
+                                           "\"{json:}\"", "\"}{\"",       "\"\xc3\xbc\xe2\x82\xac\xf0\x9f\x98\x80\"",
+                                           "\"\\x00a\"",  "\"a\\nb\"",    "\"${DEDUPD_FUZZ_LONG}\"",
+                                           "\" \""};
         unsigned k = take(g);
         switch (f->type) {
         case F_INT:
@@ -287,9 +290,13 @@ static void emit_deep(struct gen *g)
 static void emit_value(struct gen *g, const struct field *f, const char *path, enum choice c)
 {
         static const char *const nulls[] = {"", "~", "null", "!!null ''", "NULL", "Null"};
-        static const char *const envs[] = {"\"${DEDUPD_FUZZ_UNSET}\"", "\"${DEDUPD_FUZZ_EMPTY}\"",
-                                           "\"${DEDUPD_FUZZ_EMPTY:-5}\"", "\"${\"", "\"$${X}\"",
-                                           "\"${DEDUPD_FUZZ_SET}\"", "\"${:-x}\""};
+        static const char *const envs[] = {"\"${DEDUPD_FUZZ_UNSET}\"",
+                                           "\"${DEDUPD_FUZZ_EMPTY}\"",
+                                           "\"${DEDUPD_FUZZ_EMPTY:-5}\"",
+                                           "\"${\"",
+                                           "\"$${X}\"",
+                                           "\"${DEDUPD_FUZZ_SET}\"",
+                                           "\"${:-x}\""};
         switch (c) {
         case C_NULL: emitf(g, "%s", PICK(g, nulls)); break;
         case C_EMPTY: emitf(g, "\"\""); break;
@@ -352,13 +359,19 @@ static void emit_key(struct gen *g, int ind, const char *name)
 static void emit_kafka(struct gen *g, int ind, enum choice c)
 {
         static const char *const props[][3] = {
-                {"session.timeout.ms", "6000", "abc"},     {"socket.timeout.ms", "100", "-1"},
-                {"client.id", "c", ""},                    {"enable.auto.offset.store", "false", "true"},
+                {"session.timeout.ms", "6000", "abc"},
+                {"socket.timeout.ms", "100", "-1"},
+                {"client.id", "c", ""},
+                {"enable.auto.offset.store", "false", "true"},
                 {"partition.assignment.strategy", "range", "cooperative-sticky"},
-                {"security.protocol", "plaintext", "bogus"}, {"sasl.mechanisms", "PLAIN", "SCRAM-SHA-512"},
-                {"sasl.password", "p", ""},                {"message.max.bytes", "1000", "2000000000"},
-                {"no.such.property", "1", ""},             {"group.instance.id", "i", ""},
-                {"metadata.broker.list", "@K", ""},        {"statistics.interval.ms", "0", "x"},
+                {"security.protocol", "plaintext", "bogus"},
+                {"sasl.mechanisms", "PLAIN", "SCRAM-SHA-512"},
+                {"sasl.password", "p", ""},
+                {"message.max.bytes", "1000", "2000000000"},
+                {"no.such.property", "1", ""},
+                {"group.instance.id", "i", ""},
+                {"metadata.broker.list", "@K", ""},
+                {"statistics.interval.ms", "0", "x"},
         };
         static const struct field kv_row = {.name = "kafka.*", .type = F_STR};
         int extras = c == C_VALID ? (int)(take(g) % 4) : 0; /* at most 3 */
@@ -519,8 +532,12 @@ static void emit_rows(struct gen *g, const struct field *rows, const char *prefi
 
 char *gen_config(const uint8_t *data, size_t size, const struct gen_env *env, int *source)
 {
-        struct gen g = {.data = data, .size = size, .m = (const struct mutation *)data,
-                        .mcnt = size / sizeof(struct mutation), .env = env, .source = 0 /* source's default: the table's first */};
+        struct gen g = {.data = data,
+                        .size = size,
+                        .m = (const struct mutation *)data,
+                        .mcnt = size / sizeof(struct mutation),
+                        .env = env,
+                        .source = 0 /* source's default: the table's first */};
         emit_rows(&g, config_rows(), "", 0);
         strbuf_add(&g.out, "", 1);
         *source = g.source;

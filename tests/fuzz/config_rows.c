@@ -23,8 +23,8 @@
 /* The first input byte says what else this input runs (the generator reads the others). The
  * broker's and the database's side of check costs ~3 ms (a Kafka client made and destroyed),
  * forty times the rest: one input in eight asks them, so a minute still runs ~10^5 configs. */
-#define RUN_ONLINE(b) (((b) & 7) == 1) /* the broker's and the database's side of check */
-#define RUN_RELOAD(b) ((b) & 8)        /* SIGHUP: the text read again over a running config */
+#define RUN_ONLINE(b) (((b)&7) == 1) /* the broker's and the database's side of check */
+#define RUN_RELOAD(b) ((b)&8)        /* SIGHUP: the text read again over a running config */
 
 static struct gen_env env;
 static FILE *sink;
@@ -101,11 +101,13 @@ static void rows_hold(const struct field *rows, const void *base, const char *wh
                 case F_ENUM:
                         while (f->names[n].name && f->names[n].value != *(const int *)slot)
                                 n++;
-                        FUZZ_ASSERT(f->names[n].name, "%s%s = %d, none of its names", what, f->name, *(const int *)slot);
+                        FUZZ_ASSERT(f->names[n].name, "%s%s = %d, none of its names", what, f->name,
+                                    *(const int *)slot);
                         break;
                 case F_SECTION: rows_hold(f->sub, base, what); break;
                 case F_OWN: /* a broker's own row, on its settings */
-                        rows_hold((const struct field[]){*f->sub, {.name = NULL}}, cfg_held->broker_settings[f->off], what);
+                        rows_hold((const struct field[]){*f->sub, {.name = NULL}}, cfg_held->broker_settings[f->off],
+                                  what);
                         break;
                 default: break;
                 }
@@ -153,7 +155,8 @@ static int endpoints_local(const struct config *cfg)
         const struct config_kvs *kafka = kafka_props(cfg);
         const char *source = config_source_name(cfg);
         for (size_t i = 0; i < kafka->n; i++)
-                if (!strcmp(kafka->v[i].name, "bootstrap.servers") || !strcmp(kafka->v[i].name, "metadata.broker.list")) {
+                if (!strcmp(kafka->v[i].name, "bootstrap.servers") ||
+                    !strcmp(kafka->v[i].name, "metadata.broker.list")) {
                         ok &= gen_env_endpoint(&env, kafka->v[i].value);
                         servers++;
                 }
@@ -199,7 +202,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         env.number_rows = talk != sink && !strcmp(getenv("FUZZ_PRINT_CONFIG"), "rows");
         char *yaml = gen_config(data + !!size, size ? size - 1 : 0, &env, &source);
         if (talk != sink)
-                fprintf(talk, "---- fuzz.yaml (online %d, reload %d)\n%s----\n", RUN_ONLINE(run), !!RUN_RELOAD(run), yaml);
+                fprintf(talk, "---- fuzz.yaml (online %d, reload %d)\n%s----\n", RUN_ONLINE(run), !!RUN_RELOAD(run),
+                        yaml);
         struct config *cfg = config_load_string("fuzz.yaml", yaml, &errs);
         for (size_t i = 0; i < errs.cnt; i++)
                 fprintf(talk, "%s\n", errs.msgs[i]);
@@ -209,7 +213,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 FUZZ_ASSERT(errs.cnt == 0, "loaded with %zu errors", errs.cnt);
                 config_holds(cfg);
                 struct check_opts o = {.offline = !(RUN_ONLINE(run)) || !endpoints_local(cfg),
-                                       .print = talk == sink, .broker_timeout_ms = 1, .out = talk, .err = talk};
+                                       .print = talk == sink,
+                                       .broker_timeout_ms = 1,
+                                       .out = talk,
+                                       .err = talk};
                 enum check_rc rc = check_run(cfg, &o);
                 fprintf(talk, "check: %d%s\n", (int)rc, o.offline ? " (offline)" : "");
                 FUZZ_ASSERT(rc == CHECK_OK || rc == CHECK_INVALID || rc == CHECK_UNREACHABLE, "check returned %d",

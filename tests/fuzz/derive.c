@@ -20,14 +20,16 @@ static size_t tree_depth(const json_t *v)
         const char *k;
         json_t *e;
         if (json_is_array(v)) {
-                json_array_foreach(v, i, e) {
+                json_array_foreach(v, i, e)
+                {
                         size_t x = tree_depth(e);
                         d = x > d ? x : d;
                 }
                 return d + 1;
         }
         if (json_is_object(v)) {
-                json_object_foreach((json_t *)v, k, e) {
+                json_object_foreach((json_t *)v, k, e)
+                {
                         size_t x = tree_depth(e);
                         d = x > d ? x : d;
                 }
@@ -48,8 +50,7 @@ static void depth_never_undercounted(const char *value, size_t len)
                 return;
         size_t d = tree_depth(root);
         if (d > 0)
-                FUZZ_ASSERT(json_depth_over(value, len, d - 1) >= d, "document %zu deep, counted within %zu",
-                            d, d - 1);
+                FUZZ_ASSERT(json_depth_over(value, len, d - 1) >= d, "document %zu deep, counted within %zu", d, d - 1);
         FUZZ_ASSERT(json_depth_over(value, len, d) == 0, "document %zu deep counted deeper", d);
         json_decref(root);
 }
@@ -78,9 +79,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t hc = 0;
         for (size_t i = 2; i < ff.cnt; i++, hc++)
                 h[hc] = (struct dedupd_header){names[i - 2], ff.f[i], ff.len[i]};
-        struct record rec = {.key = ff.cnt > 1 ? ff.f[1] : NULL, .key_len = ff.cnt > 1 ? ff.len[1] : 0,
-                             .value = ff.f[0], .value_len = ff.len[0], .headers = h, .header_cnt = hc,
-                             .props = h, .prop_cnt = hc};
+        struct record rec = {.key = ff.cnt > 1 ? ff.f[1] : NULL,
+                             .key_len = ff.cnt > 1 ? ff.len[1] : 0,
+                             .value = ff.f[0],
+                             .value_len = ff.len[0],
+                             .headers = h,
+                             .header_cnt = hc,
+                             .props = h,
+                             .prop_cnt = hc};
         depth_never_undercounted(ff.f[0], ff.len[0]);
         for (size_t i = 0; i < SPEC_CNT; i++) {
                 if (keyspec_derive(ks[i], &rec, key, sizeof(key), err, sizeof(err)) == 0)

@@ -67,8 +67,8 @@ static void split_pairs(const char *s, size_t n, size_t k, size_t j)
                 return;
         if (derive_str2(s, k, s + k, n - k, k1) || derive_str2(s, j, s + j, n - j, k2))
                 return;
-        FUZZ_ASSERT(strcmp(k1, k2) != 0, "fields cut at %zu and at %zu of '%.*s' both make key '%s'", k, j,
-                    (int)n, s, k1);
+        FUZZ_ASSERT(strcmp(k1, k2) != 0, "fields cut at %zu and at %zu of '%.*s' both make key '%s'", k, j, (int)n, s,
+                    k1);
         /* Swapped fields: (x, y) and (y, x) with x != y. */
         if (k * 2 != n || memcmp(s, s + k, k)) {
                 if (derive_str2(s + k, n - k, s, k, k2) == 0)
@@ -87,8 +87,7 @@ static void feedback(const char *s, size_t n)
         if (derive_value(json_string(k1), JSON_COMPACT, k2))
                 return;
         FUZZ_ASSERT(strcmp(k1, k2) != 0 || (strlen(k1) == n && !memcmp(k1, s, n)),
-                    "value '%.*s' (%zu bytes) and value '%s' make one key '%s'", n > 80 ? 80 : (int)n, s, n, k1,
-                    k2);
+                    "value '%.*s' (%zu bytes) and value '%s' make one key '%s'", n > 80 ? 80 : (int)n, s, n, k1, k2);
 }
 
 /* Promised equal (docs/configuring.md, Keys): a string and the integer it spells, true and
@@ -105,10 +104,10 @@ static void equalities(const char *s, size_t n)
                 long long v = strtoll(s, &end, 10);
                 char canon[32];
                 snprintf(canon, sizeof(canon), "%lld", v);
-                if (!errno && !*end && !strcmp(canon, s) &&
-                    derive_value(json_integer(v), JSON_COMPACT, k1) == 0 &&
+                if (!errno && !*end && !strcmp(canon, s) && derive_value(json_integer(v), JSON_COMPACT, k1) == 0 &&
                     derive_value(json_string(s), JSON_COMPACT, k2) == 0)
-                        FUZZ_ASSERT(!strcmp(k1, k2), "integer %lld and string \"%s\": keys '%s' and '%s'", v, s, k1, k2);
+                        FUZZ_ASSERT(!strcmp(k1, k2), "integer %lld and string \"%s\": keys '%s' and '%s'", v, s, k1,
+                                    k2);
         }
         if ((n == 4 && !memcmp(s, "true", 4)) || (n == 5 && !memcmp(s, "false", 5))) {
                 if (derive_value(json_boolean(n == 4), JSON_COMPACT, k1) == 0 &&

@@ -29,8 +29,8 @@ static int config_accepts(const char *path, char *why, size_t whysz)
         rc = cfg != NULL;
         /* Every problem is said once, where it is: a failed ${...} is not also "not a path". */
         for (size_t i = 0; i + 1 < errs.cnt; i++)
-                FUZZ_ASSERT(!strstr(errs.msgs[i], "not a path") || !strstr(errs.msgs[i + 1], "${"),
-                            "'%s' then '%s'", errs.msgs[i], errs.msgs[i + 1]);
+                FUZZ_ASSERT(!strstr(errs.msgs[i], "not a path") || !strstr(errs.msgs[i + 1], "${"), "'%s' then '%s'",
+                            errs.msgs[i], errs.msgs[i + 1]);
         snprintf(why, whysz, "%s", errs.cnt ? errs.msgs[0] : "");
         config_free(cfg);
         config_errors_clear(&errs);

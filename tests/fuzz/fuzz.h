@@ -45,14 +45,14 @@ static inline void fuzz_fields_free(struct fuzz_fields *ff)
 
 /* A property dedupd promises does not hold: say which and stop, so
  * libFuzzer writes the input out as a crash reproducer. */
-#define FUZZ_ASSERT(cond, ...)                                                                       \
-        do {                                                                                       \
-                if (!(cond)) {                                                                     \
-                        fprintf(stderr, "fuzz property failed: %s\n  ", #cond);                    \
-                        fprintf(stderr, __VA_ARGS__);                                              \
-                        fputc('\n', stderr);                                                       \
-                        abort();                                                                   \
-                }                                                                                  \
+#define FUZZ_ASSERT(cond, ...)                                                                                         \
+        do {                                                                                                           \
+                if (!(cond)) {                                                                                         \
+                        fprintf(stderr, "fuzz property failed: %s\n  ", #cond);                                        \
+                        fprintf(stderr, __VA_ARGS__);                                                                  \
+                        fputc('\n', stderr);                                                                           \
+                        abort();                                                                                       \
+                }                                                                                                      \
         } while (0)
 
 #endif

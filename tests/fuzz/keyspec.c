@@ -13,8 +13,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         struct fuzz_fields ff;
         char err[512], key[KEYSPEC_MAX_KEY_LEN + 1];
-        struct record rec = {.key = "k-1", .key_len = 3, .value = payload, .value_len = sizeof(payload) - 1,
-                             .headers = headers, .header_cnt = 2, .props = headers, .prop_cnt = 2};
+        struct record rec = {.key = "k-1",
+                             .key_len = 3,
+                             .value = payload,
+                             .value_len = sizeof(payload) - 1,
+                             .headers = headers,
+                             .header_cnt = 2,
+                             .props = headers,
+                             .prop_cnt = 2};
 
         fuzz_split(data, size, 3, &ff);
         struct keyspec *ks = keyspec_compile(ff.f[0], ff.f[1], ff.f[2], err, sizeof(err));

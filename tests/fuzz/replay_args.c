@@ -16,8 +16,7 @@ static void offset(const char *s)
                 return;
         const char *digits = s + strspn(s, "0");
         snprintf(canon, sizeof(canon), "%" PRId64, v);
-        FUZZ_ASSERT(v >= 0 && s[0] && strspn(s, "0123456789") == strlen(s) &&
-                            !strcmp(canon, *digits ? digits : "0"),
+        FUZZ_ASSERT(v >= 0 && s[0] && strspn(s, "0123456789") == strlen(s) && !strcmp(canon, *digits ? digits : "0"),
                     "'%s' accepted as offset %" PRId64, s, v);
 }
 
@@ -33,8 +32,8 @@ static void time_arg(const char *s)
         if (!gmtime_r(&t, &tm) || tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999)
                 return; /* outside what ISO-8601's four digits can write */
         /* %Y would write 123, not the four digits ISO-8601 (and the parser) want */
-        snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms - (int64_t)t * 1000));
+        snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                 tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms - (int64_t)t * 1000));
         FUZZ_ASSERT(replay_parse_time(buf, &again, err, sizeof(err)) == 0 && again == ms,
                     "'%s' is %" PRId64 " ms, written back '%s' (%s)", s, ms, buf, err);
 }

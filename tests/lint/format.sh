@@ -5,8 +5,8 @@
 #   tests/lint/format.sh [ROOT]          list each file that differs, exit 1 if any
 #   tests/lint/format.sh --count [ROOT]  also count the lines that would change
 #
-# Reformat one file: clang-format -i FILE. Reformat the whole tree (once,
-# when nobody else has changes open):
+# Reformat one file: clang-format -i FILE; the whole tree
+# (what unit_format holds it to):
 #   git ls-files 'src/*.[ch]' 'include/*.h' 'handlers/*.[ch]' 'tests/*.[ch]' | xargs clang-format -i
 set -euo pipefail
 count=0

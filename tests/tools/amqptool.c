@@ -105,7 +105,8 @@ static int publish(const char *queue)
                         die("a line without a tab");
                 *tab = '\0';
                 amqp_basic_properties_t p = {._flags = AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_MESSAGE_ID_FLAG,
-                                             .delivery_mode = 2, .message_id = amqp_cstring_bytes(line)};
+                                             .delivery_mode = 2,
+                                             .message_id = amqp_cstring_bytes(line)};
                 if (amqp_basic_publish(c, 1, amqp_empty_bytes, amqp_cstring_bytes(queue), 0, 0, &p,
                                        amqp_cstring_bytes(tab + 1)))
                         die("basic.publish");

@@ -352,8 +352,7 @@ static int cmd_create(int argc, char **argv)
                 rd_kafka_topic_t *t = rd_kafka_topic_new(p, topic, NULL);
                 int ready = 0;
                 if (rd_kafka_metadata(p, 0, t, &md, 5000) == 0) {
-                        if (md->topic_cnt == 1 && !md->topics[0].err &&
-                            md->topics[0].partition_cnt == parts) {
+                        if (md->topic_cnt == 1 && !md->topics[0].err && md->topics[0].partition_cnt == parts) {
                                 ready = 1;
                                 for (int k = 0; k < parts; k++)
                                         if (md->topics[0].partitions[k].leader < 0)
@@ -430,12 +429,13 @@ static int cmd_config(int argc, char **argv)
         rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
         if (ev && !rd_kafka_event_error(ev)) {
                 size_t cnt, ne;
-                const rd_kafka_ConfigResource_t **rr = rd_kafka_DescribeConfigs_result_resources(
-                        rd_kafka_event_DescribeConfigs_result(ev), &cnt);
+                const rd_kafka_ConfigResource_t **rr =
+                        rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &cnt);
                 const rd_kafka_ConfigEntry_t **e = cnt == 1 ? rd_kafka_ConfigResource_configs(rr[0], &ne) : NULL;
                 for (size_t i = 0; e && i < ne; i++)
                         if (!strcmp(rd_kafka_ConfigEntry_name(e[i]), name)) {
-                                printf("%s\n", rd_kafka_ConfigEntry_value(e[i]) ? rd_kafka_ConfigEntry_value(e[i]) : "");
+                                printf("%s\n",
+                                       rd_kafka_ConfigEntry_value(e[i]) ? rd_kafka_ConfigEntry_value(e[i]) : "");
                                 rc = 0;
                         }
         }
@@ -558,8 +558,8 @@ static int cmd_dump(int argc, char **argv)
                         continue;
                 if (!m->err && m->offset < hi[m->partition]) {
                         if (lengths)
-                                printf("%d %" PRId64 " key=%zu value=%zu%s\n", m->partition, m->offset,
-                                       m->key_len, m->len, m->payload ? "" : " (null)");
+                                printf("%d %" PRId64 " key=%zu value=%zu%s\n", m->partition, m->offset, m->key_len,
+                                       m->len, m->payload ? "" : " (null)");
                         else
                                 printf("%d %" PRId64 " %.*s %.*s\n", m->partition, m->offset, (int)m->key_len,
                                        m->key ? (const char *)m->key : "", (int)m->len,
@@ -627,13 +627,11 @@ static int cmd_replay(int argc, char **argv)
                         rd_kafka_message_detach_headers(m, &h);
                         rd_kafka_resp_err_t e;
                         do {
-                                e = rd_kafka_producev(p, RD_KAFKA_V_TOPIC(topic),
-                                                      RD_KAFKA_V_PARTITION(m->partition),
-                                                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                                      RD_KAFKA_V_KEY(m->key, m->key_len),
-                                                      RD_KAFKA_V_VALUE(m->payload, m->len),
-                                                      RD_KAFKA_V_HEADERS(h ? h : rd_kafka_headers_new(0)),
-                                                      RD_KAFKA_V_END);
+                                e = rd_kafka_producev(
+                                        p, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(m->partition),
+                                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(m->key, m->key_len),
+                                        RD_KAFKA_V_VALUE(m->payload, m->len),
+                                        RD_KAFKA_V_HEADERS(h ? h : rd_kafka_headers_new(0)), RD_KAFKA_V_END);
                                 if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL)
                                         rd_kafka_poll(p, 50);
                         } while (e == RD_KAFKA_RESP_ERR__QUEUE_FULL);

@@ -53,8 +53,8 @@ static void dedupe_orders_and_counts_repeats_once(void **state)
 {
         (void)state;
         struct fixture f;
-        fixture(&f, (const char *const[]){"0:10:b/PAY", "1:3:a/PAY", "0:11:b/PAY", "0:12:-", "1:4:B/PAY",
-                                          "1:5:a/PAY", NULL});
+        fixture(&f, (const char *const[]){"0:10:b/PAY", "1:3:a/PAY", "0:11:b/PAY", "0:12:-", "1:4:B/PAY", "1:5:a/PAY",
+                                          NULL});
         assert_int_equal(batch_mark_dead_letters(&f.b), 1);
         batch_dedupe(&f.b);
         assert_int_equal(f.b.nkeys, 3);
@@ -146,8 +146,8 @@ static void progress_counts_each_outcome(void **state)
         (void)state;
         struct fixture f;
         fixture(&f, (const char *const[]){"0:7:a", "1:3:b", "0:8:c", "0:9:-", "1:4:d", "1:5:e", "0:10:f", NULL});
-        enum item_state st[] = {ITEM_APPLIED, ITEM_REJECTED, ITEM_KNOWN, ITEM_DEAD_LETTER,
-                                ITEM_REPEAT, ITEM_LOST, ITEM_SKIPPED};
+        enum item_state st[] = {ITEM_APPLIED, ITEM_REJECTED, ITEM_KNOWN,  ITEM_DEAD_LETTER,
+                                ITEM_REPEAT,  ITEM_LOST,     ITEM_SKIPPED};
         for (size_t i = 0; i < f.n; i++)
                 f.b.items[i].state = st[i];
         f.b.items[2].mismatch = 1;
@@ -174,9 +174,11 @@ static void progress_counts_each_outcome(void **state)
 int main(void)
 {
         struct unit_list l = {0};
-        unit_add(&l, "dedupe: keys in bytewise order, a repeat counts once", dedupe_orders_and_counts_repeats_once, NULL);
+        unit_add(&l, "dedupe: keys in bytewise order, a repeat counts once", dedupe_orders_and_counts_repeats_once,
+                 NULL);
         unit_add(&l, "claim: fresh keys run in batch order", claimed_keys_run_in_batch_order, NULL);
-        unit_add(&l, "duplicates: the first outcome, from this batch or stored", duplicates_get_the_first_outcome, NULL);
+        unit_add(&l, "duplicates: the first outcome, from this batch or stored", duplicates_get_the_first_outcome,
+                 NULL);
         unit_add_table(&l, verdict_case, verdict_cases);
         unit_add(&l, "progress: per partition, each outcome once", progress_counts_each_outcome, NULL);
         return unit_run("batch", &l);

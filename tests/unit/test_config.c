@@ -56,34 +56,33 @@ static void load_bad(const char *yaml, struct config_errors *errs)
 }
 
 /* The message starting with prefix (and containing phrase, when given). */
-static const char *find_error(const struct config_errors *errs, const char *prefix,
-                              const char *phrase)
+static const char *find_error(const struct config_errors *errs, const char *prefix, const char *phrase)
 {
         for (size_t i = 0; i < errs->cnt; i++)
-                if (!strncmp(errs->msgs[i], prefix, strlen(prefix)) &&
-                    (!phrase || strstr(errs->msgs[i], phrase)))
+                if (!strncmp(errs->msgs[i], prefix, strlen(prefix)) && (!phrase || strstr(errs->msgs[i], phrase)))
                         return errs->msgs[i];
         return NULL;
 }
 
-#define assert_error(errs, prefix, phrase)                                     \
-        do {                                                                   \
-                if (!find_error((errs), (prefix), (phrase))) {                 \
-                        print_errors(errs);                                    \
-                        fail_msg("no error starting \"%s\"%s%s%s", (prefix),   \
-                                 (phrase) ? " containing \"" : "",             \
-                                 (phrase) ? (const char *)(phrase) : "",       \
-                                 (phrase) ? "\"" : "");                        \
-                }                                                              \
+#define assert_error(errs, prefix, phrase)                                                                             \
+        do {                                                                                                           \
+                if (!find_error((errs), (prefix), (phrase))) {                                                         \
+                        print_errors(errs);                                                                            \
+                        fail_msg("no error starting \"%s\"%s%s%s", (prefix), (phrase) ? " containing \"" : "",         \
+                                 (phrase) ? (const char *)(phrase) : "", (phrase) ? "\"" : "");                        \
+                }                                                                                                      \
         } while (0)
 
 static void derive_key(const struct keyspec *ks, const char *payload, const char *kafka_key,
                        const struct dedupd_header *hdrs, size_t hcnt, char *out)
 {
         char err[512];
-        struct record in = {.value = payload, .value_len = payload ? strlen(payload) : 0,
-                            .key = kafka_key, .key_len = kafka_key ? strlen(kafka_key) : 0,
-                            .headers = hdrs, .header_cnt = hcnt};
+        struct record in = {.value = payload,
+                            .value_len = payload ? strlen(payload) : 0,
+                            .key = kafka_key,
+                            .key_len = kafka_key ? strlen(kafka_key) : 0,
+                            .headers = hdrs,
+                            .header_cnt = hcnt};
         assert_non_null(ks);
         if (keyspec_derive(ks, &in, out, KEYSPEC_MAX_KEY_LEN + 1, err, sizeof(err)))
                 fail_msg("key derivation failed: %s", err);
@@ -91,47 +90,46 @@ static void derive_key(const struct keyspec *ks, const char *payload, const char
 
 /* ---- a valid configuration ------------------------------------------------- */
 
-static const char full_yaml[] =
-        "# dedupd, two topics\n"                                /*  1 */
-        "namespace: payments-service\n"                         /*  2 */
-        "log_level: debug\n"                                    /*  3 */
-        "postgres:\n"                                           /*  4 */
-        "  conninfo: \"host=127.0.0.1 dbname=dedupd\"\n"        /*  5 */
-        "kafka:\n"                                              /*  6 */
-        "  bootstrap.servers: \"127.0.0.1:9092\"\n"             /*  7 */
-        "  group.id: payments-dedupd\n"                         /*  8 */
-        "  session.timeout.ms: \"30000\"\n"                     /*  9 */
-        "topics:\n"                                             /* 10 */
-        "  - name: payments\n"                                  /* 11 */
-        "    key:\n"                                            /* 12 */
-        "      subject: \"{json:order_id}\"\n"                  /* 13 */
-        "      action: PAY\n"                                   /* 14 */
-        "      request: \"{header:request-id}\"\n"              /* 15 */
-        "    handler:\n"                                        /* 16 */
-        "      path: ./transfer.so\n"                           /* 17 */
-        "      config:\n"                                       /* 18 */
-        "        seed_accounts: 100\n"                          /* 19 */
-        "        accounts:\n"                                   /* 20 */
-        "          initial_balance: \"1000\"\n"                 /* 21 */
-        "          currency: EUR\n"                             /* 22 */
-        "        regions: [eu, us]\n"                           /* 23 */
-        "  - name: refunds\n"                                   /* 24 */
-        "    key:\n"                                            /* 25 */
-        "      subject: \"refund-{key}\"\n"                     /* 26 */
-        "    handler:\n"                                        /* 27 */
-        "      path: ./refund.so\n"                             /* 28 */
-        "    batch:\n"                                          /* 29 */
-        "      max_messages: 10\n"                              /* 30 */
-        "      max_wait_ms: 0\n"                                /* 31 */
-        "    retry:\n"                                          /* 32 */
-        "      max_attempts: 1\n"                               /* 33 */
-        "      backoff_ms: 500\n"                               /* 34 */
-        "      backoff_max_ms: 100\n"                           /* 35 */
-        "    dead_letter:\n"                                    /* 36 */
-        "      topic: refunds-dead\n"                           /* 37 */
-        "    max_payload_bytes: 2048\n"                         /* 38 */
-        "log_format: json\n"                                    /* 39 */
-        "startup_timeout_ms: 20000\n";                          /* 40 */
+static const char full_yaml[] = "# dedupd, two topics\n"                         /*  1 */
+                                "namespace: payments-service\n"                  /*  2 */
+                                "log_level: debug\n"                             /*  3 */
+                                "postgres:\n"                                    /*  4 */
+                                "  conninfo: \"host=127.0.0.1 dbname=dedupd\"\n" /*  5 */
+                                "kafka:\n"                                       /*  6 */
+                                "  bootstrap.servers: \"127.0.0.1:9092\"\n"      /*  7 */
+                                "  group.id: payments-dedupd\n"                  /*  8 */
+                                "  session.timeout.ms: \"30000\"\n"              /*  9 */
+                                "topics:\n"                                      /* 10 */
+                                "  - name: payments\n"                           /* 11 */
+                                "    key:\n"                                     /* 12 */
+                                "      subject: \"{json:order_id}\"\n"           /* 13 */
+                                "      action: PAY\n"                            /* 14 */
+                                "      request: \"{header:request-id}\"\n"       /* 15 */
+                                "    handler:\n"                                 /* 16 */
+                                "      path: ./transfer.so\n"                    /* 17 */
+                                "      config:\n"                                /* 18 */
+                                "        seed_accounts: 100\n"                   /* 19 */
+                                "        accounts:\n"                            /* 20 */
+                                "          initial_balance: \"1000\"\n"          /* 21 */
+                                "          currency: EUR\n"                      /* 22 */
+                                "        regions: [eu, us]\n"                    /* 23 */
+                                "  - name: refunds\n"                            /* 24 */
+                                "    key:\n"                                     /* 25 */
+                                "      subject: \"refund-{key}\"\n"              /* 26 */
+                                "    handler:\n"                                 /* 27 */
+                                "      path: ./refund.so\n"                      /* 28 */
+                                "    batch:\n"                                   /* 29 */
+                                "      max_messages: 10\n"                       /* 30 */
+                                "      max_wait_ms: 0\n"                         /* 31 */
+                                "    retry:\n"                                   /* 32 */
+                                "      max_attempts: 1\n"                        /* 33 */
+                                "      backoff_ms: 500\n"                        /* 34 */
+                                "      backoff_max_ms: 100\n"                    /* 35 */
+                                "    dead_letter:\n"                             /* 36 */
+                                "      topic: refunds-dead\n"                    /* 37 */
+                                "    max_payload_bytes: 2048\n"                  /* 38 */
+                                "log_format: json\n"                             /* 39 */
+                                "startup_timeout_ms: 20000\n";                   /* 40 */
 
 static void valid_full_config(void **state)
 {
@@ -184,8 +182,8 @@ static void valid_full_config(void **state)
         assert_string_equal(config_tree_get(t->handler_config, "seed_accounts"), "100");
         assert_string_equal(config_tree_get(t->handler_config, "accounts.initial_balance"), "1000");
         assert_string_equal(config_tree_get(t->handler_config, "accounts.currency"), "EUR");
-        assert_null(config_tree_get(t->handler_config, "accounts"));  /* not a scalar */
-        assert_null(config_tree_get(t->handler_config, "regions"));   /* a list */
+        assert_null(config_tree_get(t->handler_config, "accounts")); /* not a scalar */
+        assert_null(config_tree_get(t->handler_config, "regions"));  /* a list */
         assert_null(config_tree_get(t->handler_config, "accounts.missing"));
         assert_null(config_tree_get(t->handler_config, "seed_accounts.deeper"));
         assert_null(config_tree_get(NULL, "seed_accounts"));
@@ -259,14 +257,15 @@ static void minimal_config_defaults(void **state)
  * (the key that existed before limits:) still wins, and the reason names it. */
 static void limits_payload_inherited_or_own(void **state)
 {
-        struct config *cfg = load_ok("namespace: svc\n"
-                                     "postgres: {conninfo: \"dbname=x\"}\n"
-                                     "kafka: {bootstrap.servers: \"b:9092\", group.id: g}\n"
-                                     "limits: {payload_bytes: 2000, key_bytes: 100, json_depth: 3, headers: 2,"
-                                     " batch_bytes: 4096, outbox_backlog: 0}\n"
-                                     "topics:\n"
-                                     "  - {name: a, key: {subject: \"{key}\"}, handler: {path: h.so}}\n"
-                                     "  - {name: b, key: {subject: \"{key}\"}, handler: {path: h.so}, max_payload_bytes: 300}\n");
+        struct config *cfg =
+                load_ok("namespace: svc\n"
+                        "postgres: {conninfo: \"dbname=x\"}\n"
+                        "kafka: {bootstrap.servers: \"b:9092\", group.id: g}\n"
+                        "limits: {payload_bytes: 2000, key_bytes: 100, json_depth: 3, headers: 2,"
+                        " batch_bytes: 4096, outbox_backlog: 0}\n"
+                        "topics:\n"
+                        "  - {name: a, key: {subject: \"{key}\"}, handler: {path: h.so}}\n"
+                        "  - {name: b, key: {subject: \"{key}\"}, handler: {path: h.so}, max_payload_bytes: 300}\n");
         assert_int_equal(cfg->topics[0].max_payload_bytes, 2000);
         assert_false(cfg->topics[0].payload_bytes_own);
         assert_int_equal(cfg->topics[1].max_payload_bytes, 300);
@@ -308,9 +307,9 @@ static void rabbitmq_config_defaults(void **state)
         config_free(cfg);
 }
 
-#define Y_RMQ_WITH(extra)                                                                                      \
-        "namespace: svc\npostgres: {conninfo: \"dbname=x\"}\nsource: rabbitmq\nrabbitmq:\n"                      \
-        "  url: amqp://u:p@h:5672/v\n" extra                                                                     \
+#define Y_RMQ_WITH(extra)                                                                                              \
+        "namespace: svc\npostgres: {conninfo: \"dbname=x\"}\nsource: rabbitmq\nrabbitmq:\n"                            \
+        "  url: amqp://u:p@h:5672/v\n" extra                                                                           \
         "topics:\n  - {name: q, key: {subject: \"{json:id}\"}, handler: {path: h.so}}\n"
 /* rabbitmq.management_url: "" by default (the TTLs are not checked); set, it
  * loads as written and config_dump shows it set, never its password. */
@@ -341,29 +340,28 @@ static void env_substitution(void **state)
         unsetenv("DEDUPD_TEST_NS");
         unsetenv("DEDUPD_TEST_TOPIC");
         unsetenv("DEDUPD_TEST_DIR");
-        struct config *cfg = load_ok(
-                "namespace: \"${DEDUPD_TEST_NS:-default-ns}\"\n"
-                "postgres:\n"
-                "  conninfo: \"host=${DEDUPD_TEST_HOST} password=pa$$word$\"\n"
-                "kafka:\n"
-                "  bootstrap.servers: \"${DEDUPD_TEST_HOST}:9092\"\n"
-                "  group.id: \"${DEDUPD_TEST_GROUP:-fallback-group}\"\n"
-                "topics:\n"
-                "  - name: \"${DEDUPD_TEST_TOPIC:-orders}\"\n"
-                "    key:\n"
-                "      subject: \"{json:id}\"\n"
-                "      action: \"${DEDUPD_TEST_ACTION:-PAY}\"\n"
-                "    handler:\n"
-                "      path: \"${DEDUPD_TEST_DIR:-build}/h.so\"\n"
-                "      config:\n"
-                "        db: \"${DEDUPD_TEST_HOST}\"\n"
-                "        list: [\"${DEDUPD_TEST_ACTION}\"]\n"
-                "    max_payload_bytes: \"${DEDUPD_TEST_UNSET:-4096}\"\n");
+        struct config *cfg = load_ok("namespace: \"${DEDUPD_TEST_NS:-default-ns}\"\n"
+                                     "postgres:\n"
+                                     "  conninfo: \"host=${DEDUPD_TEST_HOST} password=pa$$word$\"\n"
+                                     "kafka:\n"
+                                     "  bootstrap.servers: \"${DEDUPD_TEST_HOST}:9092\"\n"
+                                     "  group.id: \"${DEDUPD_TEST_GROUP:-fallback-group}\"\n"
+                                     "topics:\n"
+                                     "  - name: \"${DEDUPD_TEST_TOPIC:-orders}\"\n"
+                                     "    key:\n"
+                                     "      subject: \"{json:id}\"\n"
+                                     "      action: \"${DEDUPD_TEST_ACTION:-PAY}\"\n"
+                                     "    handler:\n"
+                                     "      path: \"${DEDUPD_TEST_DIR:-build}/h.so\"\n"
+                                     "      config:\n"
+                                     "        db: \"${DEDUPD_TEST_HOST}\"\n"
+                                     "        list: [\"${DEDUPD_TEST_ACTION}\"]\n"
+                                     "    max_payload_bytes: \"${DEDUPD_TEST_UNSET:-4096}\"\n");
 
-        assert_string_equal(cfg->namespace, "default-ns");            /* unset: default */
+        assert_string_equal(cfg->namespace, "default-ns");                            /* unset: default */
         assert_string_equal(cfg->pg_conninfo, "host=db.internal password=pa$$word$"); /* bare $ kept */
-        assert_string_equal(kafka_props(cfg)->v[0].value, "db.internal:9092");  /* set: substituted */
-        assert_string_equal(kafka_props(cfg)->v[1].value, "fallback-group");    /* set but empty: default */
+        assert_string_equal(kafka_props(cfg)->v[0].value, "db.internal:9092");        /* set: substituted */
+        assert_string_equal(kafka_props(cfg)->v[1].value, "fallback-group");          /* set but empty: default */
         assert_string_equal(cfg->topics[0].name, "orders");
         assert_string_equal(cfg->topics[0].dlq_topic, "orders.dlq");
         assert_string_equal(cfg->topics[0].key_action, "SHIP");
@@ -394,8 +392,7 @@ static void load_from_file(void **state)
         assert_int_equal(cfg->shutdown_timeout_ms, 2500);
         assert_int_equal(cfg->db_retry_max_ms, 1000);
         assert_int_equal(cfg->topic_cnt, 2);
-        assert_string_equal(config_tree_get(config_topic(cfg, "payments")->handler_config,
-                                            "accounts.initial_balance"),
+        assert_string_equal(config_tree_get(config_topic(cfg, "payments")->handler_config, "accounts.initial_balance"),
                             "1000");
         assert_int_equal(kafka_props(cfg)->v[2].line, 12);
         config_free(cfg);
@@ -407,8 +404,7 @@ static void file_errors_name_the_file(void **state)
         struct config *cfg = config_load(FIXTURE_CONFIG_DIR "/invalid.yaml", &errs);
         assert_null(cfg);
         assert_int_equal(errs.cnt, 2);
-        assert_error(&errs, FIXTURE_CONFIG_DIR "/invalid.yaml:7:29: kafka.enable.auto.offset.store:",
-                     NULL);
+        assert_error(&errs, FIXTURE_CONFIG_DIR "/invalid.yaml:7:29: kafka.enable.auto.offset.store:", NULL);
         assert_error(&errs, FIXTURE_CONFIG_DIR "/invalid.yaml:8:9: 'topics' is empty", NULL);
         config_errors_clear(&errs);
 
@@ -423,14 +419,14 @@ static void file_errors_name_the_file(void **state)
 /* ---- refused configurations ------------------------------------------------ */
 
 /* Building blocks; the comments give the line each one occupies in Y_HEAD Y_TOPICS. */
-#define Y_PG "postgres:\n  conninfo: host=db\n"                                 /* 2-3 */
-#define Y_KAFKA "kafka:\n  bootstrap.servers: b:9092\n  group.id: g\n"          /* 4-6 */
-#define Y_HEAD "namespace: svc\n" Y_PG Y_KAFKA                                  /* 1-6 */
-#define Y_TOPIC_START "topics:\n  - name: t\n    key:\n"                        /* 7-9 */
-#define Y_SUBJECT "      subject: \"{json:id}\"\n"                              /* 10 */
-#define Y_ACTION "      action: PAY\n"                                          /* 11 */
-#define Y_HANDLER "    handler:\n      path: ./h.so\n"                          /* 12-13 */
-#define Y_TOPICS Y_TOPIC_START Y_SUBJECT Y_ACTION Y_HANDLER                     /* 7-13 */
+#define Y_PG "postgres:\n  conninfo: host=db\n"                        /* 2-3 */
+#define Y_KAFKA "kafka:\n  bootstrap.servers: b:9092\n  group.id: g\n" /* 4-6 */
+#define Y_HEAD "namespace: svc\n" Y_PG Y_KAFKA                         /* 1-6 */
+#define Y_TOPIC_START "topics:\n  - name: t\n    key:\n"               /* 7-9 */
+#define Y_SUBJECT "      subject: \"{json:id}\"\n"                     /* 10 */
+#define Y_ACTION "      action: PAY\n"                                 /* 11 */
+#define Y_HANDLER "    handler:\n      path: ./h.so\n"                 /* 12-13 */
+#define Y_TOPICS Y_TOPIC_START Y_SUBJECT Y_ACTION Y_HANDLER            /* 7-13 */
 
 struct err_case {
         const char *name;
@@ -453,11 +449,9 @@ static const struct err_case err_cases[] = {
         {"error: a rabbitmq.management_url that is not http[s]",
          Y_RMQ_HEAD "  management_url: amqp://g:Pw9@h:15672\n" Y_TOPICS, 1,
          "t.yaml:5:1: rabbitmq.management_url: not an http[s]://user:password@host:port[/prefix] URL", NULL, NULL},
-        {"error: a rabbitmq section under source kafka",
-         Y_HEAD "rabbitmq:\n  url: amqp://h\n" Y_TOPICS, 1,
+        {"error: a rabbitmq section under source kafka", Y_HEAD "rabbitmq:\n  url: amqp://h\n" Y_TOPICS, 1,
          "t.yaml:7:1: rabbitmq: is used only with source: rabbitmq (this config consumes Kafka)", NULL, NULL},
-        {"error: a kafka section under source rabbitmq",
-         Y_RMQ_HEAD Y_KAFKA Y_TOPICS, 1,
+        {"error: a kafka section under source rabbitmq", Y_RMQ_HEAD Y_KAFKA Y_TOPICS, 1,
          "t.yaml:7:1: kafka: is used only with source: kafka (this config consumes RabbitMQ); remove it", NULL, NULL},
         {"error: an AMQP property in a Kafka topic's key",
          Y_HEAD Y_TOPIC_START "      subject: \"{amqp:message_id}\"\n" Y_ACTION Y_HANDLER, 1,
@@ -465,126 +459,95 @@ static const struct err_case err_cases[] = {
         {"error: an unknown AMQP property",
          Y_RMQ_HEAD Y_TOPIC_START "      subject: \"{amqp:priority}\"\n" Y_ACTION Y_HANDLER, 1,
          "t.yaml:10:16: 'topics[0].key.subject': unknown AMQP property '{amqp:priority}'", NULL, NULL},
-        {"error: unknown top-level key",
-         Y_HEAD "colour: blue\n" Y_TOPICS, 1,
-         "t.yaml:7:1: unknown key 'colour'",
-         "(expected one of: namespace, log_level, log_format, startup_timeout_ms, shutdown_timeout_ms, workers, source, postgres, kafka, rabbitmq, nats, topics, retention_classes, purge, outbox, http, limits)", NULL},
+        {"error: unknown top-level key", Y_HEAD "colour: blue\n" Y_TOPICS, 1, "t.yaml:7:1: unknown key 'colour'",
+         "(expected one of: namespace, log_level, log_format, startup_timeout_ms, shutdown_timeout_ms, workers, "
+         "source, postgres, kafka, rabbitmq, nats, topics, retention_classes, purge, outbox, http, limits)",
+         NULL},
         {"error: unknown key inside topics[0].key",
          Y_HEAD Y_TOPIC_START Y_SUBJECT Y_ACTION "      flavour: salty\n" Y_HANDLER, 1,
-         "t.yaml:12:7: unknown key 'topics[0].key.flavour'",
-         "(expected one of: subject, action, request)", NULL},
+         "t.yaml:12:7: unknown key 'topics[0].key.flavour'", "(expected one of: subject, action, request)", NULL},
         {"error: misspelt key is reported with the key it leaves missing",
          "namespace: svc\npostgres:\n  conn_info: host=db\n" Y_KAFKA Y_TOPICS, 2,
          "t.yaml:3:3: unknown key 'postgres.conn_info'", "conninfo",
          "t.yaml:3:3: missing required key 'postgres.conninfo'"},
-        {"error: duplicate top-level key",
-         Y_HEAD "namespace: other\n" Y_TOPICS, 1,
+        {"error: duplicate top-level key", Y_HEAD "namespace: other\n" Y_TOPICS, 1,
          "t.yaml:7:1: duplicate key 'namespace'", NULL, NULL},
         {"error: duplicate key inside a topic",
          Y_HEAD Y_TOPIC_START Y_SUBJECT Y_ACTION "      action: REFUND\n" Y_HANDLER, 1,
          "t.yaml:12:7: duplicate key 'topics[0].key.action'", NULL, NULL},
-        {"error: missing namespace",
-         "# namespace forgotten\n" Y_PG Y_KAFKA Y_TOPICS, 1,
+        {"error: missing namespace", "# namespace forgotten\n" Y_PG Y_KAFKA Y_TOPICS, 1,
          "t.yaml:2:1: missing required key 'namespace'", NULL, NULL},
-        {"error: missing postgres.conninfo",
-         "namespace: svc\npostgres:\n  retry_max_ms: 100\n" Y_KAFKA Y_TOPICS, 1,
+        {"error: missing postgres.conninfo", "namespace: svc\npostgres:\n  retry_max_ms: 100\n" Y_KAFKA Y_TOPICS, 1,
          "t.yaml:3:3: missing required key 'postgres.conninfo'", NULL, NULL},
-        {"error: missing postgres section",
-         "namespace: svc\n" Y_KAFKA Y_TOPICS, 1,
+        {"error: missing postgres section", "namespace: svc\n" Y_KAFKA Y_TOPICS, 1,
          "t.yaml:1:1: missing required key 'postgres.conninfo'", NULL, NULL},
-        {"error: missing kafka.group.id",
-         "namespace: svc\n" Y_PG "kafka:\n  bootstrap.servers: b:9092\n" Y_TOPICS, 1,
+        {"error: missing kafka.group.id", "namespace: svc\n" Y_PG "kafka:\n  bootstrap.servers: b:9092\n" Y_TOPICS, 1,
          "t.yaml:5:3: missing required key 'kafka.group.id'", NULL, NULL},
         {"error: empty kafka.group.id",
          "namespace: svc\n" Y_PG "kafka:\n  bootstrap.servers: b:9092\n  group.id: \"\"\n" Y_TOPICS, 1,
          "t.yaml:6:13: 'kafka.group.id' is empty: a value is required", NULL, NULL},
-        {"error: missing kafka.bootstrap.servers",
-         "namespace: svc\n" Y_PG "kafka:\n  group.id: g\n" Y_TOPICS, 1,
+        {"error: missing kafka.bootstrap.servers", "namespace: svc\n" Y_PG "kafka:\n  group.id: g\n" Y_TOPICS, 1,
          "t.yaml:5:3: missing required key 'kafka.bootstrap.servers'", NULL, NULL},
-        {"error: missing kafka section",
-         "namespace: svc\n" Y_PG Y_TOPICS, 1,
+        {"error: missing kafka section", "namespace: svc\n" Y_PG Y_TOPICS, 1,
          "t.yaml:1:1: missing required key 'kafka'", NULL, NULL},
-        {"error: source rabbitmq without its section",
-         "namespace: svc\nsource: rabbitmq\n" Y_PG Y_TOPICS, 1,
+        {"error: source rabbitmq without its section", "namespace: svc\nsource: rabbitmq\n" Y_PG Y_TOPICS, 1,
          "t.yaml:1:1: missing required key 'rabbitmq.url' (source: rabbitmq)", NULL, NULL},
-        {"error: a nats section with source kafka",
-         Y_HEAD "nats: {stream: S}\n" Y_TOPICS, 1,
+        {"error: a nats section with source kafka", Y_HEAD "nats: {stream: S}\n" Y_TOPICS, 1,
          "t.yaml:7:1: nats: is used only with source: nats", NULL, NULL},
-        {"error: source nats without a stream",
-         "namespace: svc\nsource: nats\n" Y_PG "nats:\n  durable: d\n" Y_TOPICS, 1,
-         "t.yaml:5:1: missing required key 'nats.stream'", NULL, NULL},
+        {"error: source nats without a stream", "namespace: svc\nsource: nats\n" Y_PG "nats:\n  durable: d\n" Y_TOPICS,
+         1, "t.yaml:5:1: missing required key 'nats.stream'", NULL, NULL},
         {"error: source nats with a kafka section",
          "namespace: svc\nsource: nats\nnats: {stream: S}\n" Y_PG Y_KAFKA Y_TOPICS, 1,
-         "t.yaml:6:1: kafka: is used only with source: kafka (this config consumes NATS JetStream); remove it", NULL, NULL},
+         "t.yaml:6:1: kafka: is used only with source: kafka (this config consumes NATS JetStream); remove it", NULL,
+         NULL},
         {"error: source nats, a batch larger than max_ack_pending",
          "namespace: svc\nsource: nats\nnats: {stream: S, max_ack_pending: 10}\n" Y_PG Y_TOPICS, 1,
          "t.yaml:7:5: topic 't': batch.max_messages 500 exceeds nats.max_ack_pending 10", NULL, NULL},
         {"error: source nats, a Kafka dead-letter topic",
          "namespace: svc\nsource: nats\nnats: {stream: S}\n" Y_PG Y_TOPICS "    dead_letter: {topic: x}\n", 1,
          "t.yaml:7:5: topic 't': dead_letter.topic is Kafka's", NULL, NULL},
-        {"error: missing topics",
-         Y_HEAD, 1,
-         "t.yaml:1:1: missing required key 'topics'", NULL, NULL},
-        {"error: empty topics list",
-         Y_HEAD "topics: []\n", 1,
-         "t.yaml:7:9: 'topics' is empty", "configure at least one topic", NULL},
-        {"error: topics is a mapping, not a list",
-         Y_HEAD "topics:\n  name: t\n", 1,
+        {"error: missing topics", Y_HEAD, 1, "t.yaml:1:1: missing required key 'topics'", NULL, NULL},
+        {"error: empty topics list", Y_HEAD "topics: []\n", 1, "t.yaml:7:9: 'topics' is empty",
+         "configure at least one topic", NULL},
+        {"error: topics is a mapping, not a list", Y_HEAD "topics:\n  name: t\n", 1,
          "t.yaml:8:3: 'topics' must be a list, not a mapping", NULL, NULL},
-        {"error: topic without key and handler",
-         Y_HEAD "topics:\n  - name: t\n", 2,
+        {"error: topic without key and handler", Y_HEAD "topics:\n  - name: t\n", 2,
          "t.yaml:8:5: missing required key 'topics[0].key.subject'", NULL,
          "t.yaml:8:5: missing required key 'topics[0].handler.path'"},
         {"error: mapping where a scalar is expected",
          "namespace: svc\npostgres:\n  conninfo:\n    host: db\n" Y_KAFKA Y_TOPICS, 1,
          "t.yaml:4:5: 'postgres.conninfo' must be a scalar, not a mapping", NULL, NULL},
-        {"error: list where a scalar is expected",
-         "namespace: [a, b]\n" Y_PG Y_KAFKA Y_TOPICS, 1,
+        {"error: list where a scalar is expected", "namespace: [a, b]\n" Y_PG Y_KAFKA Y_TOPICS, 1,
          "t.yaml:1:12: 'namespace' must be a scalar, not a list", NULL, NULL},
-        {"error: scalar where a mapping is expected",
-         Y_HEAD "topics:\n  - name: t\n    key: \"{json:id}\"\n" Y_HANDLER, 1,
-         "t.yaml:9:10: 'topics[0].key", "must be a mapping, not a scalar", NULL},
-        {"error: kafka is not a mapping",
-         "namespace: svc\n" Y_PG "kafka: b:9092\n" Y_TOPICS, 1,
+        {"error: scalar where a mapping is expected", Y_HEAD "topics:\n  - name: t\n    key: \"{json:id}\"\n" Y_HANDLER,
+         1, "t.yaml:9:10: 'topics[0].key", "must be a mapping, not a scalar", NULL},
+        {"error: kafka is not a mapping", "namespace: svc\n" Y_PG "kafka: b:9092\n" Y_TOPICS, 1,
          "t.yaml:4:8: 'kafka' must be a mapping of names to values, not a scalar", NULL, NULL},
-        {"error: top level is a list",
-         "- namespace: svc\n", 1,
-         "t.yaml:1:1: 'top level' must be a mapping, not a list", NULL, NULL},
-        {"error: integer below range",
-         Y_HEAD Y_TOPICS "    batch:\n      max_messages: 0\n", 1,
+        {"error: top level is a list", "- namespace: svc\n", 1, "t.yaml:1:1: 'top level' must be a mapping, not a list",
+         NULL, NULL},
+        {"error: integer below range", Y_HEAD Y_TOPICS "    batch:\n      max_messages: 0\n", 1,
          "t.yaml:15:21: 'topics[0].batch.max_messages': 0 is out of range [1, 100000]", NULL, NULL},
-        {"error: integer above range",
-         Y_HEAD Y_TOPICS "    retry:\n      max_attempts: 1001\n", 1,
+        {"error: integer above range", Y_HEAD Y_TOPICS "    retry:\n      max_attempts: 1001\n", 1,
          "t.yaml:15:21: 'topics[0].retry.max_attempts': 1001 is out of range [1, 1000]", NULL, NULL},
-        {"error: negative integer",
-         Y_HEAD Y_TOPICS "    max_payload_bytes: -1\n", 1,
+        {"error: negative integer", Y_HEAD Y_TOPICS "    max_payload_bytes: -1\n", 1,
          "t.yaml:14:24: 'topics[0].max_payload_bytes': -1 is out of range [1, 1000000000]", NULL, NULL},
-        {"error: limits.json_depth below range",
-         Y_HEAD "limits:\n  json_depth: 0\n" Y_TOPICS, 1,
+        {"error: limits.json_depth below range", Y_HEAD "limits:\n  json_depth: 0\n" Y_TOPICS, 1,
          "t.yaml:8:15: 'limits.json_depth': 0 is out of range [1, 2048]", NULL, NULL},
-        {"error: limits.key_bytes above range",
-         Y_HEAD "limits:\n  key_bytes: 2000000\n" Y_TOPICS, 1,
+        {"error: limits.key_bytes above range", Y_HEAD "limits:\n  key_bytes: 2000000\n" Y_TOPICS, 1,
          "t.yaml:8:14: 'limits.key_bytes': 2000000 is out of range [16, 1048576]", NULL, NULL},
-        {"error: limits.batch_bytes below range",
-         Y_HEAD "limits:\n  batch_bytes: 10\n" Y_TOPICS, 1,
+        {"error: limits.batch_bytes below range", Y_HEAD "limits:\n  batch_bytes: 10\n" Y_TOPICS, 1,
          "t.yaml:8:16: 'limits.batch_bytes': 10 is out of range [1024, 2147483647]", NULL, NULL},
-        {"error: limits.payload_bytes not an integer",
-         Y_HEAD "limits:\n  payload_bytes: 1MB\n" Y_TOPICS, 1,
+        {"error: limits.payload_bytes not an integer", Y_HEAD "limits:\n  payload_bytes: 1MB\n" Y_TOPICS, 1,
          "t.yaml:8:18: 'limits.payload_bytes': '1MB' is not an integer", NULL, NULL},
-        {"error: limits.headers negative",
-         Y_HEAD "limits:\n  headers: -1\n" Y_TOPICS, 1,
+        {"error: limits.headers negative", Y_HEAD "limits:\n  headers: -1\n" Y_TOPICS, 1,
          "t.yaml:8:12: 'limits.headers': -1 is out of range [0, 100000]", NULL, NULL},
-        {"error: unknown key under limits",
-         Y_HEAD "limits:\n  max_depth: 5\n" Y_TOPICS, 1,
+        {"error: unknown key under limits", Y_HEAD "limits:\n  max_depth: 5\n" Y_TOPICS, 1,
          "t.yaml:8:3: unknown key 'limits.max_depth'", NULL, NULL},
-        {"error: not an integer",
-         Y_HEAD Y_TOPICS "    batch:\n      max_wait_ms: 10ms\n", 1,
+        {"error: not an integer", Y_HEAD Y_TOPICS "    batch:\n      max_wait_ms: 10ms\n", 1,
          "t.yaml:15:20: 'topics[0].batch.max_wait_ms': '10ms' is not an integer", NULL, NULL},
-        {"error: integer too large for any int",
-         Y_HEAD "shutdown_timeout_ms: 99999999999999999999\n" Y_TOPICS, 1,
+        {"error: integer too large for any int", Y_HEAD "shutdown_timeout_ms: 99999999999999999999\n" Y_TOPICS, 1,
          "t.yaml:7:22: 'shutdown_timeout_ms': '99999999999999999999' is not an integer", NULL, NULL},
-        {"error: empty integer",
-         Y_HEAD "shutdown_timeout_ms: \"\"\n" Y_TOPICS, 1,
+        {"error: empty integer", Y_HEAD "shutdown_timeout_ms: \"\"\n" Y_TOPICS, 1,
          "t.yaml:7:22: 'shutdown_timeout_ms': '' is not an integer", NULL, NULL},
         {"error: key template {offset} is refused",
          Y_HEAD Y_TOPIC_START "      subject: \"{offset}\"\n" Y_ACTION Y_HANDLER, 1,
@@ -592,8 +555,7 @@ static const struct err_case err_cases[] = {
         {"error: key template {partition} in request is refused",
          Y_HEAD Y_TOPIC_START Y_SUBJECT Y_ACTION "      request: \"{json:id}-{partition}\"\n" Y_HANDLER, 1,
          "t.yaml:12:16: 'topics[0].key.request': {partition} is refused", "deduplicates nothing", NULL},
-        {"error: key template unknown source",
-         Y_HEAD Y_TOPIC_START Y_SUBJECT "      action: \"{foo}\"\n" Y_HANDLER, 1,
+        {"error: key template unknown source", Y_HEAD Y_TOPIC_START Y_SUBJECT "      action: \"{foo}\"\n" Y_HANDLER, 1,
          "t.yaml:11:15: 'topics[0].key.action': unknown key source '{foo}'",
          "expected {json:PATH}, {header:NAME} or {key}", NULL},
         {"error: key template unterminated brace",
@@ -602,31 +564,24 @@ static const struct err_case err_cases[] = {
         {"error: key template bad JSON path",
          Y_HEAD Y_TOPIC_START "      subject: \"{json:a..b}\"\n" Y_ACTION Y_HANDLER, 1,
          "t.yaml:10:16: 'topics[0].key.subject': JSON path 'a..b': empty member name", NULL, NULL},
-        {"error: empty key action",
-         Y_HEAD Y_TOPIC_START Y_SUBJECT "      action: \"\"\n" Y_HANDLER, 1,
+        {"error: empty key action", Y_HEAD Y_TOPIC_START Y_SUBJECT "      action: \"\"\n" Y_HANDLER, 1,
          "t.yaml:11:15: 'topics[0].key.action' is empty: give a value, or remove the key", NULL, NULL},
-        {"error: unset ${VAR}",
-         "namespace: svc\npostgres:\n  conninfo: \"${DEDUPD_TEST_UNSET}\"\n" Y_KAFKA Y_TOPICS, 1,
+        {"error: unset ${VAR}", "namespace: svc\npostgres:\n  conninfo: \"${DEDUPD_TEST_UNSET}\"\n" Y_KAFKA Y_TOPICS, 1,
          "t.yaml:3:13: 'postgres.conninfo': environment variable DEDUPD_TEST_UNSET is not set",
          "use ${DEDUPD_TEST_UNSET:-default}", NULL},
         {"error: unset ${VAR} in the handler config",
          Y_HEAD Y_TOPICS "      config:\n        token: \"${DEDUPD_TEST_UNSET}\"\n", 1,
-         "t.yaml:15:16: 'topics[0].handler.config': environment variable DEDUPD_TEST_UNSET is not set",
-         NULL, NULL},
-        {"error: unset ${VAR} in a kafka property",
-         Y_HEAD "  sasl.password: \"${DEDUPD_TEST_UNSET}\"\n" Y_TOPICS, 1,
-         "t.yaml:7:18: 'kafka.sasl.password': environment variable DEDUPD_TEST_UNSET is not set",
-         NULL, NULL},
+         "t.yaml:15:16: 'topics[0].handler.config': environment variable DEDUPD_TEST_UNSET is not set", NULL, NULL},
+        {"error: unset ${VAR} in a kafka property", Y_HEAD "  sasl.password: \"${DEDUPD_TEST_UNSET}\"\n" Y_TOPICS, 1,
+         "t.yaml:7:18: 'kafka.sasl.password': environment variable DEDUPD_TEST_UNSET is not set", NULL, NULL},
         {"error: unset ${VAR} in kafka.bootstrap.servers (not also 'missing')",
-         "namespace: svc\n" Y_PG "kafka:\n  bootstrap.servers: \"${DEDUPD_TEST_UNSET}\"\n  group.id: g\n" Y_TOPICS,
-         1, "t.yaml:5:22: 'kafka.bootstrap.servers': environment variable DEDUPD_TEST_UNSET is not set", NULL, NULL},
-        {"error: unterminated ${",
-         "namespace: svc\npostgres:\n  conninfo: \"${PG_DSN\"\n" Y_KAFKA Y_TOPICS, 1,
+         "namespace: svc\n" Y_PG "kafka:\n  bootstrap.servers: \"${DEDUPD_TEST_UNSET}\"\n  group.id: g\n" Y_TOPICS, 1,
+         "t.yaml:5:22: 'kafka.bootstrap.servers': environment variable DEDUPD_TEST_UNSET is not set", NULL, NULL},
+        {"error: unterminated ${", "namespace: svc\npostgres:\n  conninfo: \"${PG_DSN\"\n" Y_KAFKA Y_TOPICS, 1,
          "t.yaml:3:13: 'postgres.conninfo': unterminated ${ in value", NULL, NULL},
-        {"error: enable.auto.offset.store is refused",
-         Y_HEAD "  enable.auto.offset.store: \"false\"\n" Y_TOPICS, 1,
-         "t.yaml:7:29: kafka.enable.auto.offset.store: dedupd stores offsets itself",
-         "only after the database COMMIT", NULL},
+        {"error: enable.auto.offset.store is refused", Y_HEAD "  enable.auto.offset.store: \"false\"\n" Y_TOPICS, 1,
+         "t.yaml:7:29: kafka.enable.auto.offset.store: dedupd stores offsets itself", "only after the database COMMIT",
+         NULL},
         {"error: cooperative-sticky is refused",
          Y_HEAD "  partition.assignment.strategy: cooperative-sticky\n" Y_TOPICS, 1,
          "t.yaml:7:34: kafka.partition.assignment.strategy: cooperative-sticky has known bugs",
@@ -634,187 +589,146 @@ static const struct err_case err_cases[] = {
         {"error: YAML syntax, mapping value in a scalar",
          "namespace: svc\npostgres:\n  conninfo: host=db\n    retry_max_ms: 5\n" Y_KAFKA Y_TOPICS, 1,
          "t.yaml:4:17: YAML syntax: mapping values are not allowed", NULL, NULL},
-        {"error: YAML syntax, tab indentation",
-         "namespace: svc\npostgres:\n\tconninfo: host=db\n" Y_KAFKA Y_TOPICS, 1,
+        {"error: YAML syntax, tab indentation", "namespace: svc\npostgres:\n\tconninfo: host=db\n" Y_KAFKA Y_TOPICS, 1,
          "t.yaml:3:1: YAML syntax:", "cannot start any token", NULL},
         {"error: topic configured twice",
          Y_HEAD Y_TOPICS "  - name: t\n    key:\n      subject: \"{key}\"\n"
-                         "    handler:\n      path: ./h2.so\n", 1,
-         "t.yaml:14:5: topic 't' is configured twice", NULL, NULL},
-        {"error: dead-letter topic is the topic itself",
-         Y_HEAD Y_TOPICS "    dead_letter:\n      topic: t\n", 1,
+                         "    handler:\n      path: ./h2.so\n",
+         1, "t.yaml:14:5: topic 't' is configured twice", NULL, NULL},
+        {"error: dead-letter topic is the topic itself", Y_HEAD Y_TOPICS "    dead_letter:\n      topic: t\n", 1,
          "t.yaml:8:5: topic 't': the dead-letter topic cannot be the topic itself", NULL, NULL},
         /* retention classes: the seed's inequality, with the numbers */
         {"error: retention keep not longer than retry + skew + replay",
          Y_HEAD Y_TOPICS "    retention: pay\n"
-         "retention_classes:\n  pay:\n    keep: 2d\n    max_retry: 30s\n    clock_skew: 5m\n"
-         "    replay_window: 48h\n", 1,
-         "t.yaml:16:3: retention class 'pay': keep 2d must exceed max_retry + clock_skew + replay_window = 30s + 5m + 2d = 2d 5m 30s",
+                         "retention_classes:\n  pay:\n    keep: 2d\n    max_retry: 30s\n    clock_skew: 5m\n"
+                         "    replay_window: 48h\n",
+         1,
+         "t.yaml:16:3: retention class 'pay': keep 2d must exceed max_retry + clock_skew + replay_window = 30s + 5m + "
+         "2d = 2d 5m 30s",
          "short by 5m 30s", NULL},
-        {"error: retention class not defined",
-         Y_HEAD Y_TOPICS "    retention: gold\n", 1,
+        {"error: retention class not defined", Y_HEAD Y_TOPICS "    retention: gold\n", 1,
          "t.yaml:8:5: topic 't': retention class 'gold' is not defined", NULL, NULL},
-        {"error: retention keep is required",
-         Y_HEAD Y_TOPICS "retention_classes:\n  pay:\n    max_retry: 30s\n", 1,
+        {"error: retention keep is required", Y_HEAD Y_TOPICS "retention_classes:\n  pay:\n    max_retry: 30s\n", 1,
          "t.yaml:16:5: missing required key 'retention_classes.pay.keep'", NULL, NULL},
-        {"error: bad duration",
-         Y_HEAD Y_TOPICS "retention_classes:\n  pay:\n    keep: 3 fortnights\n", 1,
+        {"error: bad duration", Y_HEAD Y_TOPICS "retention_classes:\n  pay:\n    keep: 3 fortnights\n", 1,
          "t.yaml:16:11: 'retention_classes.pay.keep': '3 fortnights' is not a duration", NULL, NULL},
         {"error: response_ttl longer than keep",
          Y_HEAD Y_TOPICS "retention_classes:\n  pay:\n    keep: 1h\n    response_ttl: 2h\n", 1,
          "t.yaml:15:3: retention class 'pay': response_ttl 2h is longer than keep 1h", NULL, NULL},
-        {"error: unknown mode",
-         Y_HEAD Y_TOPICS "    mode: eventually\n", 1,
+        {"error: unknown mode", Y_HEAD Y_TOPICS "    mode: eventually\n", 1,
          "t.yaml:14:11: 'topics[0].mode': 'eventually' is not one of transactional, external", NULL, NULL},
-        {"error: unknown on_expired policy",
-         Y_HEAD Y_TOPICS "    external:\n      on_expired: retry\n", 1,
-         "t.yaml:15:19: 'topics[0].external.on_expired': 'retry' is not one of dead-letter, skip, reexecute",
-         NULL, NULL},
-        {"error: unknown on_mismatch policy",
-         Y_HEAD Y_TOPICS "    fingerprint:\n      on_mismatch: ignore\n", 1,
-         "t.yaml:15:20: 'topics[0].fingerprint.on_mismatch': 'ignore' is not one of absorb, dead-letter",
-         NULL, NULL},
+        {"error: unknown on_expired policy", Y_HEAD Y_TOPICS "    external:\n      on_expired: retry\n", 1,
+         "t.yaml:15:19: 'topics[0].external.on_expired': 'retry' is not one of dead-letter, skip, reexecute", NULL,
+         NULL},
+        {"error: unknown on_mismatch policy", Y_HEAD Y_TOPICS "    fingerprint:\n      on_mismatch: ignore\n", 1,
+         "t.yaml:15:20: 'topics[0].fingerprint.on_mismatch': 'ignore' is not one of absorb, dead-letter", NULL, NULL},
         {"error: fingerprint fields not a list of paths",
          Y_HEAD Y_TOPICS "    fingerprint:\n      fields: [\"a..b\"]\n", 1,
          "t.yaml:8:5: topic 't': fingerprint.fields[0]:", "empty member name", NULL},
-        {"error: unknown log level",
-         "namespace: svc\nlog_level: loud\n" Y_PG Y_KAFKA Y_TOPICS, 1,
+        {"error: unknown log level", "namespace: svc\nlog_level: loud\n" Y_PG Y_KAFKA Y_TOPICS, 1,
          "t.yaml:2:12: 'log_level': 'loud' is not one of error, warn, info, debug", NULL, NULL},
-        {"error: unknown log format",
-         "namespace: svc\nlog_format: logfmt\n" Y_PG Y_KAFKA Y_TOPICS, 1,
+        {"error: unknown log format", "namespace: svc\nlog_format: logfmt\n" Y_PG Y_KAFKA Y_TOPICS, 1,
          "t.yaml:2:13: 'log_format': 'logfmt' is not one of human, json", NULL, NULL},
-        {"error: negative startup timeout",
-         "namespace: svc\nstartup_timeout_ms: -1\n" Y_PG Y_KAFKA Y_TOPICS, 1,
+        {"error: negative startup timeout", "namespace: svc\nstartup_timeout_ms: -1\n" Y_PG Y_KAFKA Y_TOPICS, 1,
          "t.yaml:2:21: 'startup_timeout_ms': -1 is out of range [0, 3600000]", NULL, NULL},
-        {"error: recursive alias in handler config",
-         Y_HEAD Y_TOPICS "      config: &a [*a]\n", 1, "t.yaml:14:", "recursive", NULL},
+        {"error: recursive alias in handler config", Y_HEAD Y_TOPICS "      config: &a [*a]\n", 1,
+         "t.yaml:14:", "recursive", NULL},
         /* Configs with holes: a key written with nothing (or null) after it, or "" where a value is
          * required, refused where it is — whatever the row's type — never passed on as a value. */
-        {"hole: topic name with nothing after it",
-         Y_HEAD "topics:\n  - name:\n    key:\n" Y_SUBJECT Y_ACTION Y_HANDLER, 1,
-         "t.yaml:8:10: 'topics[0].name' is required but has no value", NULL, NULL},
-        {"hole: topic name ~",
-         Y_HEAD "topics:\n  - name: ~\n    key:\n" Y_SUBJECT Y_ACTION Y_HANDLER, 1,
+        {"hole: topic name with nothing after it", Y_HEAD "topics:\n  - name:\n    key:\n" Y_SUBJECT Y_ACTION Y_HANDLER,
+         1, "t.yaml:8:10: 'topics[0].name' is required but has no value", NULL, NULL},
+        {"hole: topic name ~", Y_HEAD "topics:\n  - name: ~\n    key:\n" Y_SUBJECT Y_ACTION Y_HANDLER, 1,
          "t.yaml:8:11: 'topics[0].name' is required but has no value", NULL, NULL},
-        {"hole: topic name null",
-         Y_HEAD "topics:\n  - name: null\n    key:\n" Y_SUBJECT Y_ACTION Y_HANDLER, 1,
+        {"hole: topic name null", Y_HEAD "topics:\n  - name: null\n    key:\n" Y_SUBJECT Y_ACTION Y_HANDLER, 1,
          "t.yaml:8:11: 'topics[0].name' is required but has no value", NULL, NULL},
         {"hole: topic name tagged !!null",
          Y_HEAD "topics:\n  - name: !!null \"\"\n    key:\n" Y_SUBJECT Y_ACTION Y_HANDLER, 1,
          "t.yaml:8:11: 'topics[0].name' is required but has no value", NULL, NULL},
-        {"hole: topic name \"\"",
-         Y_HEAD "topics:\n  - name: \"\"\n    key:\n" Y_SUBJECT Y_ACTION Y_HANDLER, 1,
+        {"hole: topic name \"\"", Y_HEAD "topics:\n  - name: \"\"\n    key:\n" Y_SUBJECT Y_ACTION Y_HANDLER, 1,
          "t.yaml:8:11: 'topics[0].name' is empty: a value is required", NULL, NULL},
         {"hole: topic name from a ${VAR} that is empty",
          Y_HEAD "topics:\n  - name: \"${DEDUPD_TEST_EMPTY}\"\n    key:\n" Y_SUBJECT Y_ACTION Y_HANDLER, 1,
          "t.yaml:8:11: 'topics[0].name' is empty (after ${...} substitution): a value is required", NULL, NULL},
-        {"hole: key subject with nothing after it",
-         Y_HEAD "topics:\n  - name: t\n    key: {subject: }\n" Y_HANDLER, 1,
+        {"hole: key subject with nothing after it", Y_HEAD "topics:\n  - name: t\n    key: {subject: }\n" Y_HANDLER, 1,
          "t.yaml:9:20: 'topics[0].key.subject' is required but has no value", NULL, NULL},
-        {"hole: key section with nothing under it",
-         Y_HEAD "topics:\n  - name: t\n    key:\n" Y_HANDLER, 1,
+        {"hole: key section with nothing under it", Y_HEAD "topics:\n  - name: t\n    key:\n" Y_HANDLER, 1,
          "t.yaml:9:9: 'topics[0].key' is required but has no value", NULL, NULL},
-        {"hole: handler path ~",
-         Y_HEAD Y_TOPIC_START Y_SUBJECT Y_ACTION "    handler: {path: ~}\n", 1,
+        {"hole: handler path ~", Y_HEAD Y_TOPIC_START Y_SUBJECT Y_ACTION "    handler: {path: ~}\n", 1,
          "t.yaml:12:21: 'topics[0].handler.path' is required but has no value", NULL, NULL},
-        {"hole: postgres conninfo \"\"",
-         "namespace: svc\npostgres: {conninfo: \"\"}\n" Y_KAFKA Y_TOPICS, 1,
+        {"hole: postgres conninfo \"\"", "namespace: svc\npostgres: {conninfo: \"\"}\n" Y_KAFKA Y_TOPICS, 1,
          "t.yaml:2:22: 'postgres.conninfo' is empty: a value is required", NULL, NULL},
-        {"hole: postgres section null",
-         "namespace: svc\npostgres: null\n" Y_KAFKA Y_TOPICS, 1,
+        {"hole: postgres section null", "namespace: svc\npostgres: null\n" Y_KAFKA Y_TOPICS, 1,
          "t.yaml:2:11: 'postgres' is required but has no value", NULL, NULL},
-        {"hole: namespace with nothing after it",
-         "namespace:\n" Y_PG Y_KAFKA Y_TOPICS, 1,
+        {"hole: namespace with nothing after it", "namespace:\n" Y_PG Y_KAFKA Y_TOPICS, 1,
          "t.yaml:1:11: 'namespace' is required but has no value", NULL, NULL},
-        {"hole: topics with nothing after it",
-         Y_HEAD "topics:\n", 1,
+        {"hole: topics with nothing after it", Y_HEAD "topics:\n", 1,
          "t.yaml:7:8: 'topics' is required but has no value", NULL, NULL},
         {"hole: a topic list item with nothing in it",
          Y_HEAD "topics:\n  -\n  - name: u\n    key: {subject: \"{key}\"}\n    handler: {path: h.so}\n", 1,
          "t.yaml:8:4: 'topics[0]' has no value", "its settings go under it, as a mapping", NULL},
-        {"hole: kafka with nothing after it",
-         "namespace: svc\n" Y_PG "kafka:\n" Y_TOPICS, 1,
+        {"hole: kafka with nothing after it", "namespace: svc\n" Y_PG "kafka:\n" Y_TOPICS, 1,
          "t.yaml:4:7: 'kafka' has no value", NULL, NULL},
         {"hole: kafka bootstrap.servers with nothing after it (not also 'missing')",
          "namespace: svc\n" Y_PG "kafka:\n  bootstrap.servers:\n  group.id: g\n" Y_TOPICS, 1,
          "t.yaml:5:21: 'kafka.bootstrap.servers' is required but has no value", NULL, NULL},
-        {"hole: another kafka property with nothing after it",
-         Y_HEAD "  client.id:\n" Y_TOPICS, 1,
+        {"hole: another kafka property with nothing after it", Y_HEAD "  client.id:\n" Y_TOPICS, 1,
          "t.yaml:7:13: 'kafka.client.id' has no value", "\"\" (quoted) is the empty value", NULL},
         {"hole: kafka group.id from a ${VAR} that is empty",
-         "namespace: svc\n" Y_PG "kafka:\n  bootstrap.servers: b:9092\n  group.id: \"${DEDUPD_TEST_EMPTY}\"\n"
-         Y_TOPICS, 1,
-         "t.yaml:6:13: 'kafka.group.id' is empty: a value is required", NULL, NULL},
-        {"hole: an optional section null",
-         Y_HEAD Y_TOPICS "    batch: ~\n", 1,
+         "namespace: svc\n" Y_PG "kafka:\n  bootstrap.servers: b:9092\n  group.id: \"${DEDUPD_TEST_EMPTY}\"\n" Y_TOPICS,
+         1, "t.yaml:6:13: 'kafka.group.id' is empty: a value is required", NULL, NULL},
+        {"hole: an optional section null", Y_HEAD Y_TOPICS "    batch: ~\n", 1,
          "t.yaml:14:12: 'topics[0].batch' has no value", NULL, NULL},
-        {"hole: an integer with nothing after it",
-         Y_HEAD Y_TOPICS "    batch:\n      max_messages:\n", 1,
+        {"hole: an integer with nothing after it", Y_HEAD Y_TOPICS "    batch:\n      max_messages:\n", 1,
          "t.yaml:15:20: 'topics[0].batch.max_messages' has no value", "remove the key for the default (500)", NULL},
         {"hole: a boolean null",
          Y_HEAD Y_TOPIC_START Y_SUBJECT Y_ACTION "    handler: {path: h.so, per_message: null}\n", 1,
          "t.yaml:12:40: 'topics[0].handler.per_message' has no value", NULL, NULL},
-        {"hole: an enum ~",
-         "namespace: svc\nlog_level: ~\n" Y_PG Y_KAFKA Y_TOPICS, 1,
+        {"hole: an enum ~", "namespace: svc\nlog_level: ~\n" Y_PG Y_KAFKA Y_TOPICS, 1,
          "t.yaml:2:12: 'log_level' has no value", "the default (info)", NULL},
         {"hole: the handler's config null",
          Y_HEAD Y_TOPIC_START Y_SUBJECT Y_ACTION "    handler: {path: h.so, config: }\n", 1,
          "t.yaml:12:35: 'topics[0].handler.config' has no value", NULL, NULL},
-        {"hole: fingerprint fields null",
-         Y_HEAD Y_TOPICS "    fingerprint: {fields: null}\n", 1,
+        {"hole: fingerprint fields null", Y_HEAD Y_TOPICS "    fingerprint: {fields: null}\n", 1,
          "t.yaml:14:27: 'topics[0].fingerprint.fields' has no value", NULL, NULL},
-        {"hole: retention with nothing after it",
-         Y_HEAD Y_TOPICS "    retention:\n", 1,
+        {"hole: retention with nothing after it", Y_HEAD Y_TOPICS "    retention:\n", 1,
          "t.yaml:14:15: 'topics[0].retention' has no value", NULL, NULL},
-        {"hole: retention \"\"",
-         Y_HEAD Y_TOPICS "    retention: \"\"\n", 1,
+        {"hole: retention \"\"", Y_HEAD Y_TOPICS "    retention: \"\"\n", 1,
          "t.yaml:14:16: 'topics[0].retention' is empty: give a value, or remove the key", NULL, NULL},
-        {"hole: dead_letter topic \"\"",
-         Y_HEAD Y_TOPICS "    dead_letter: {topic: \"\"}\n", 1,
+        {"hole: dead_letter topic \"\"", Y_HEAD Y_TOPICS "    dead_letter: {topic: \"\"}\n", 1,
          "t.yaml:14:26: 'topics[0].dead_letter.topic' is empty", NULL, NULL},
         {"hole: reply header null (\"\" disables replies; null says nothing)",
-         Y_HEAD Y_TOPICS "    reply: {header: }\n", 1,
-         "t.yaml:14:21: 'topics[0].reply.header' has no value", "\"\" (quoted) is the empty value", NULL},
-        {"hole: reply correlation_header \"\"",
-         Y_HEAD Y_TOPICS "    reply: {correlation_header: \"\"}\n", 1,
+         Y_HEAD Y_TOPICS "    reply: {header: }\n", 1, "t.yaml:14:21: 'topics[0].reply.header' has no value",
+         "\"\" (quoted) is the empty value", NULL},
+        {"hole: reply correlation_header \"\"", Y_HEAD Y_TOPICS "    reply: {correlation_header: \"\"}\n", 1,
          "t.yaml:14:33: 'topics[0].reply.correlation_header' is empty", "the default (correlation-id)", NULL},
-        {"hole: a retention class with nothing under it",
-         Y_HEAD Y_TOPICS "retention_classes:\n  gold:\n", 1,
+        {"hole: a retention class with nothing under it", Y_HEAD Y_TOPICS "retention_classes:\n  gold:\n", 1,
          "t.yaml:15:8: 'retention_classes.gold' has no value", NULL, NULL},
-        {"hole: a retention class keep with nothing after it",
-         Y_HEAD Y_TOPICS "retention_classes:\n  gold: {keep: }\n", 1,
-         "t.yaml:15:16: 'retention_classes.gold.keep' is required but has no value", NULL, NULL},
-        {"hole: retention_classes null",
-         Y_HEAD Y_TOPICS "retention_classes: ~\n", 1,
+        {"hole: a retention class keep with nothing after it", Y_HEAD Y_TOPICS "retention_classes:\n  gold: {keep: }\n",
+         1, "t.yaml:15:16: 'retention_classes.gold.keep' is required but has no value", NULL, NULL},
+        {"hole: retention_classes null", Y_HEAD Y_TOPICS "retention_classes: ~\n", 1,
          "t.yaml:14:20: 'retention_classes' has no value", NULL, NULL},
         {"hole: nats stream with nothing after it (not also 'missing')",
-         "namespace: svc\nsource: nats\nnats: {stream: }\n" Y_PG Y_TOPICS, 1,
-         "t.yaml:3:16: 'nats.stream' has no value", NULL, NULL},
-        {"hole: nats url \"\"",
-         "namespace: svc\nsource: nats\nnats: {stream: S, url: \"\"}\n" Y_PG Y_TOPICS, 1,
+         "namespace: svc\nsource: nats\nnats: {stream: }\n" Y_PG Y_TOPICS, 1, "t.yaml:3:16: 'nats.stream' has no value",
+         NULL, NULL},
+        {"hole: nats url \"\"", "namespace: svc\nsource: nats\nnats: {stream: S, url: \"\"}\n" Y_PG Y_TOPICS, 1,
          "t.yaml:3:24: 'nats.url' is empty", "the default (nats://127.0.0.1:4222)", NULL},
         {"hole: rabbitmq url with nothing after it (not also 'missing')",
          "namespace: svc\n" Y_PG "source: rabbitmq\nrabbitmq:\n  url:\n" Y_TOPICS, 1,
          "t.yaml:6:7: 'rabbitmq.url' has no value", NULL, NULL},
-        {"hole: http listen null",
-         Y_HEAD "http: {listen: null}\n" Y_TOPICS, 1,
+        {"hole: http listen null", Y_HEAD "http: {listen: null}\n" Y_TOPICS, 1,
          "t.yaml:7:16: 'http.listen' has no value", NULL, NULL},
         {"error: http.listen not host:port, refused at check rather than at start",
-         Y_HEAD "http: {listen: \"9400\"}\n" Y_TOPICS, 1,
-         "t.yaml:7:16: 'http.listen': '9400' is not host:port", NULL, NULL},
+         Y_HEAD "http: {listen: \"9400\"}\n" Y_TOPICS, 1, "t.yaml:7:16: 'http.listen': '9400' is not host:port", NULL,
+         NULL},
         {"error: http.max_connections_per_ip 0",
          Y_HEAD "http: {listen: \"127.0.0.1:0\", max_connections_per_ip: 0}\n" Y_TOPICS, 1,
          "t.yaml:7:55: 'http.max_connections_per_ip': 0 is out of range [1, 10000]", NULL, NULL},
-        {"hole: a second document after the config",
-         Y_HEAD Y_TOPICS "---\nnamespace: other\n", 1,
+        {"hole: a second document after the config", Y_HEAD Y_TOPICS "---\nnamespace: other\n", 1,
          "t.yaml:14:1: a second YAML document starts here", NULL, NULL},
-        {"hole: a kafka property given twice",
-         Y_HEAD "  group.id: h\n" Y_TOPICS, 1,
+        {"hole: a kafka property given twice", Y_HEAD "  group.id: h\n" Y_TOPICS, 1,
          "t.yaml:7:3: duplicate key 'kafka.group.id'", NULL, NULL},
-        {"error: empty file",
-         "", 1, "t.yaml:1:1: the file is empty", NULL, NULL},
-        {"error: file with only comments",
-         "# nothing here yet\n", 1, "t.yaml:1:1: the file is empty", NULL, NULL},
+        {"error: empty file", "", 1, "t.yaml:1:1: the file is empty", NULL, NULL},
+        {"error: file with only comments", "# nothing here yet\n", 1, "t.yaml:1:1: the file is empty", NULL, NULL},
 };
 
 static void err_case(void **state)
@@ -848,8 +762,7 @@ static void kafka_errors_verbatim(void **state)
                 struct config_errors errs = {0};
                 rd_kafka_conf_t *conf = rd_kafka_conf_new();
 
-                assert_int_not_equal(rd_kafka_conf_set(conf, props[i].name, props[i].value, errstr,
-                                                       sizeof(errstr)),
+                assert_int_not_equal(rd_kafka_conf_set(conf, props[i].name, props[i].value, errstr, sizeof(errstr)),
                                      RD_KAFKA_CONF_OK);
                 rd_kafka_conf_destroy(conf);
                 snprintf(want, sizeof(want), "%skafka.%s: %s", props[i].where, props[i].name, errstr);
@@ -869,25 +782,25 @@ static void several_errors_at_once(void **state)
 {
         struct config_errors errs = {0};
 
-        load_bad("namespace: svc\n"                     /*  1 */
-                 "colour: blue\n"                       /*  2 */
-                 "postgres:\n"                          /*  3 */
-                 "  conninfo: host=db\n"                /*  4 */
-                 "kafka:\n"                             /*  5 */
-                 "  bootstrap.servers: b:9092\n"        /*  6 */
-                 "  enable.auto.offset.store: false\n"  /*  7 */
-                 "topics:\n"                            /*  8 */
-                 "  - name: t\n"                        /*  9 */
-                 "    key:\n"                           /* 10 */
-                 "      subject: \"{offset}\"\n"        /* 11 */
-                 "    handler:\n"                       /* 12 */
-                 "      path: ./h.so\n"                 /* 13 */
-                 "    batch:\n"                         /* 14 */
-                 "      max_messages: 0\n"              /* 15 */
-                 "  - name: u\n"                        /* 16 */
-                 "    key:\n"                           /* 17 */
-                 "      subject: \"{key}\"\n"           /* 18 */
-                 "    handler: {}\n",                   /* 19 */
+        load_bad("namespace: svc\n"                    /*  1 */
+                 "colour: blue\n"                      /*  2 */
+                 "postgres:\n"                         /*  3 */
+                 "  conninfo: host=db\n"               /*  4 */
+                 "kafka:\n"                            /*  5 */
+                 "  bootstrap.servers: b:9092\n"       /*  6 */
+                 "  enable.auto.offset.store: false\n" /*  7 */
+                 "topics:\n"                           /*  8 */
+                 "  - name: t\n"                       /*  9 */
+                 "    key:\n"                          /* 10 */
+                 "      subject: \"{offset}\"\n"       /* 11 */
+                 "    handler:\n"                      /* 12 */
+                 "      path: ./h.so\n"                /* 13 */
+                 "    batch:\n"                        /* 14 */
+                 "      max_messages: 0\n"             /* 15 */
+                 "  - name: u\n"                       /* 16 */
+                 "    key:\n"                          /* 17 */
+                 "      subject: \"{key}\"\n"          /* 18 */
+                 "    handler: {}\n",                  /* 19 */
                  &errs);
         /* all of them, in file order, whichever check found them */
         static const char *const want[] = {
@@ -984,10 +897,10 @@ static void retention_and_modes_load(void **state)
         struct config *cfg = config_load_string(
                 "t.yaml",
                 Y_HEAD Y_TOPICS "    retention: pay\n    mode: external\n"
-                "    external: {lease_ms: 5s, on_expired: skip}\n"
-                "    fingerprint: {fields: [user_id, amount], on_mismatch: dead-letter}\n"
-                "retention_classes:\n  pay:\n    keep: 7d\n    max_retry: 30s\n    clock_skew: 5m\n"
-                "    replay_window: 48h\n    response_ttl: 24h\n    allow_shorter_than_topic: true\n",
+                                "    external: {lease_ms: 5s, on_expired: skip}\n"
+                                "    fingerprint: {fields: [user_id, amount], on_mismatch: dead-letter}\n"
+                                "retention_classes:\n  pay:\n    keep: 7d\n    max_retry: 30s\n    clock_skew: 5m\n"
+                                "    replay_window: 48h\n    response_ttl: 24h\n    allow_shorter_than_topic: true\n",
                 &errs);
         if (!cfg)
                 print_errors(&errs);
@@ -1217,11 +1130,15 @@ static void hostile_template_of_many_parts(void **state)
         char *t = repeat("", "{json:a}", 100000, NULL);
         t[strlen(t) - 1] = '\0';
         char *y = malloc(strlen(t) + 512);
-        sprintf(y, "namespace: s\npostgres: {conninfo: x}\nkafka: {bootstrap.servers: b, group.id: g}\n"
-                   "topics:\n  - name: t\n    key: {subject: \"%s\", action: PAY}\n    handler: {path: h.so}\n", t);
+        sprintf(y,
+                "namespace: s\npostgres: {conninfo: x}\nkafka: {bootstrap.servers: b, group.id: g}\n"
+                "topics:\n  - name: t\n    key: {subject: \"%s\", action: PAY}\n    handler: {path: h.so}\n",
+                t);
         hostile_case(y, "t.yaml:6:20: 'topics[0].key.subject': key template is 800000 bytes; at most 1024", NULL);
-        sprintf(y, "namespace: s\npostgres: {conninfo: x}\nkafka: {bootstrap.servers: b, group.id: g}\n"
-                   "topics:\n  - name: t\n    key: {subject: \"%.264s\", action: PAY}\n    handler: {path: h.so}\n", t);
+        sprintf(y,
+                "namespace: s\npostgres: {conninfo: x}\nkafka: {bootstrap.servers: b, group.id: g}\n"
+                "topics:\n  - name: t\n    key: {subject: \"%.264s\", action: PAY}\n    handler: {path: h.so}\n",
+                t);
         hostile_case(y, "t.yaml:6:20: 'topics[0].key.subject': key template has more than 32 parts", NULL);
         free(t);
         free(y);
@@ -1236,7 +1153,10 @@ static void hostile_long_value_is_clipped(void **state)
         sprintf(y, "namespace: s\nlog_level: \"%s\"\n", v);
         struct config_errors errs = {0};
         load_bad(y, &errs);
-        assert_error(&errs, "t.yaml:2:12: 'log_level': 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa... (500000 bytes)' is not one of", NULL);
+        assert_error(&errs,
+                     "t.yaml:2:12: 'log_level': 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa... (500000 bytes)' "
+                     "is not one of",
+                     NULL);
         for (size_t i = 0; i < errs.cnt; i++)
                 assert_true(strlen(errs.msgs[i]) < 400);
         config_errors_clear(&errs);
@@ -1276,11 +1196,12 @@ static void dump_shows_defaults_and_hides_secrets(void **state)
 static void nats_source_reads_and_hides_its_url(void **state)
 {
         (void)state;
-        struct config *cfg = load_ok("namespace: shop\nsource: nats\npostgres: {conninfo: host=db}\n"
-                                     "nats: {url: \"nats://u:Pa55@n:4222\", stream: ORDERS, max_ack_pending: 600,\n"
-                                     "       dead_letter: {subject: orders.dead}}\n"
-                                     "topics:\n  - name: orders.created\n    key: {subject: \"{json:id}\", action: PAY}\n"
-                                     "    handler: {path: h.so}\n");
+        struct config *cfg =
+                load_ok("namespace: shop\nsource: nats\npostgres: {conninfo: host=db}\n"
+                        "nats: {url: \"nats://u:Pa55@n:4222\", stream: ORDERS, max_ack_pending: 600,\n"
+                        "       dead_letter: {subject: orders.dead}}\n"
+                        "topics:\n  - name: orders.created\n    key: {subject: \"{json:id}\", action: PAY}\n"
+                        "    handler: {path: h.so}\n");
         char *text = NULL;
         size_t len = 0;
         FILE *fp = open_memstream(&text, &len);

@@ -62,7 +62,7 @@ static void unparsable(void **state)
         struct conninfo_params p;
         char err[256];
         static const char *const bad[] = {
-                "host=db password=a S3cret", "host=db password=a S3cret=1", "password='S3cret",
+                "host=db password=a S3cret",    "host=db password=a S3cret=1",       "password='S3cret",
                 "postgresql://u:S3cret@[::1/x", "postgresql://u:S3cret@db/x?S3cret",
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {

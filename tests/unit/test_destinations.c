@@ -70,8 +70,12 @@ static void nats_refuses_headers_it_would_merge(void **state)
                 const char *a, *b;
                 int ok;
         } pairs[] = {
-                {"emitted-by", "emit", 0}, {"emit", "emitted-by", 0}, {"dedupd.record", "x", 0}, /* beside the key's */
-                {"emitted-by", "emit-no", 1}, {"x-one", "x-two", 1}, {"ab", "ba", 1},
+                {"emitted-by", "emit", 0},
+                {"emit", "emitted-by", 0},
+                {"dedupd.record", "x", 0}, /* beside the key's */
+                {"emitted-by", "emit-no", 1},
+                {"x-one", "x-two", 1},
+                {"ab", "ba", 1},
         };
         for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
                 struct dedupd_header h[2] = {{pairs[i].a, "1", 1}, {pairs[i].b, "2", 1}};

@@ -30,7 +30,8 @@ static const struct env_case cases[] = {
         {"a later one wins", "A=1\nA=2\n", "A=<1>@1|A=<2>@2"},
         {"comment continued by a backslash", "# x \\\nA=hidden\nB=1\n", "B=<1>@3"},
         {"no '='", "JUSTAWORD\nA=1\n", "!1:no '='|A=<1>@2"},
-        {"bad name", "1A=x\nA-B=y\nexport A=z\n", "!1:not a variable name|!2:not a variable name|!3:not a variable name"},
+        {"bad name", "1A=x\nA-B=y\nexport A=z\n",
+         "!1:not a variable name|!2:not a variable name|!3:not a variable name"},
         {"CRLF line ends", "A=1\r\nB=\"2\"\r\n", "A=<1>@1|B=<2>@2"},
         {"nothing", "", ""},
 };

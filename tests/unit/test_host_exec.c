@@ -21,8 +21,11 @@ static void fresh(void)
         host_ctx_reset(&ctx);
         store_rollback(db);
         ctx = (struct dedupd_ctx){.head = {&host_api, db, NULL}, .idem_key = "9527/PAY", .log_prefix = "handler:test"};
-        ictx = (struct dedupd_init_ctx){.head = {&host_api, db, NULL}, .log_prefix = "handler:test", .ns = "unit",
-                                        .topic = "payments", .handler = "test"};
+        ictx = (struct dedupd_init_ctx){.head = {&host_api, db, NULL},
+                                        .log_prefix = "handler:test",
+                                        .ns = "unit",
+                                        .topic = "payments",
+                                        .handler = "test"};
         if (store_exec(db, "BEGIN", err, sizeof(err)))
                 fail_msg("BEGIN: %s", err);
 }
@@ -70,8 +73,8 @@ static const struct exec_case {
          "t_v_check", "rejected: constraint t_v_check"},
         {"exec: a UNIQUE violated is a rejection naming it", "INSERT INTO t VALUES (1, 1), (2, 1)", DEDUPD_EXEC_REJECT,
          "t_u_key", "rejected: constraint t_u_key"},
-        {"exec: a serialization failure is transient", "DO $$ BEGIN RAISE EXCEPTION 'x' USING ERRCODE = '40001'; END $$",
-         DEDUPD_EXEC_RETRY, NULL, NULL},
+        {"exec: a serialization failure is transient",
+         "DO $$ BEGIN RAISE EXCEPTION 'x' USING ERRCODE = '40001'; END $$", DEDUPD_EXEC_RETRY, NULL, NULL},
         {"exec: a deadlock is transient", "DO $$ BEGIN RAISE EXCEPTION 'x' USING ERRCODE = '40P01'; END $$",
          DEDUPD_EXEC_RETRY, NULL, NULL},
         {"exec: a syntax error is fatal", "SELEC 1", DEDUPD_EXEC_FATAL, NULL, NULL},
@@ -115,7 +118,8 @@ static void ensure_schema_creates_once_and_checks_its_probe(void **state)
                          -1);
         assert_non_null(strstr(ictx.error, "its probe still fails after its DDL ran"));
         struct dedupd_rows *r;
-        assert_int_equal(host_api.init_exec(&ictx, "SELECT to_regclass('other_t') IS NULL", 0, NULL, &r), DEDUPD_EXEC_OK);
+        assert_int_equal(host_api.init_exec(&ictx, "SELECT to_regclass('other_t') IS NULL", 0, NULL, &r),
+                         DEDUPD_EXEC_OK);
         assert_string_equal(host_api.value(r, 0, 0), "t");
         host_ctx_release(&ictx.head);
 }
@@ -153,7 +157,8 @@ int main(void)
         struct store *admin = store_open(dsn, err, sizeof(err));
         snprintf(name, sizeof(name), "unit_host_exec_%d", (int)getpid());
         char *create = NULL, *drop = NULL;
-        if (!admin || asprintf(&create, "CREATE DATABASE %s", name) < 0 || asprintf(&drop, "DROP DATABASE IF EXISTS %s WITH (FORCE)", name) < 0 ||
+        if (!admin || asprintf(&create, "CREATE DATABASE %s", name) < 0 ||
+            asprintf(&drop, "DROP DATABASE IF EXISTS %s WITH (FORCE)", name) < 0 ||
             store_exec(admin, create, err, sizeof(err)) || asprintf(&own, "%s dbname=%s", dsn, name) < 0) {
                 fprintf(stderr, "test_host_exec: %s\n", err);
                 return 1;
@@ -165,13 +170,13 @@ int main(void)
                 struct unit_list l = {0};
                 unit_add(&l, "DEDUPD_HOST: the host from a message's context and from init's",
                          the_host_is_reached_from_every_context, NULL);
-                unit_add(&l, "exec: rows, values, NULLs and counts, freed by the host", exec_returns_rows_owned_by_the_host,
-                         NULL);
+                unit_add(&l, "exec: rows, values, NULLs and counts, freed by the host",
+                         exec_returns_rows_owned_by_the_host, NULL);
                 unit_add_table(&l, exec_classifies_a_failure, exec_cases);
                 unit_add(&l, "ensure_schema: created once, the DDL skipped when there, a failing probe refused",
                          ensure_schema_creates_once_and_checks_its_probe, NULL);
-                unit_add(&l, "set_evidence: identifiers only, recorded per topic", set_evidence_records_valid_names_only,
-                         NULL);
+                unit_add(&l, "set_evidence: identifiers only, recorded per topic",
+                         set_evidence_records_valid_names_only, NULL);
                 failed = unit_run("host_exec", &l);
                 host_ctx_release(&ctx.head);
                 host_ctx_reset(&ctx);

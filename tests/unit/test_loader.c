@@ -56,8 +56,8 @@ static json_t *json(const char *text)
 static json_t *config_with_counter(int *counter, const char *more)
 {
         char buf[512];
-        snprintf(buf, sizeof(buf), "{\"fini_counter\": \"%jx\"%s%s}", (uintmax_t)(uintptr_t)counter,
-                 more ? ", " : "", more ? more : "");
+        snprintf(buf, sizeof(buf), "{\"fini_counter\": \"%jx\"%s%s}", (uintmax_t)(uintptr_t)counter, more ? ", " : "",
+                 more ? more : "");
         return json(buf);
 }
 
@@ -206,10 +206,10 @@ static void same_handler_twice(void **state)
         json_t *ca = config_with_counter(&fini_calls, "\"greeting\": {\"text\": \"a\"}");
         json_t *cb = config_with_counter(&fini_calls, "\"greeting\": {\"text\": \"b\"}");
 
-        if (loader_open(&a, FIXTURE_GOOD, err, sizeof(err)) ||
-            loader_open(&b, FIXTURE_GOOD, err, sizeof(err)))
+        if (loader_open(&a, FIXTURE_GOOD, err, sizeof(err)) || loader_open(&b, FIXTURE_GOOD, err, sizeof(err)))
                 fail_msg("%s", err);
-        if (loader_init(&a, ca, NULL, NULL, NULL, err, sizeof(err)) || loader_init(&b, cb, NULL, NULL, NULL, err, sizeof(err)))
+        if (loader_init(&a, ca, NULL, NULL, NULL, err, sizeof(err)) ||
+            loader_init(&b, cb, NULL, NULL, NULL, err, sizeof(err)))
                 fail_msg("%s", err);
         assert_ptr_equal(a.desc, b.desc);
         assert_ptr_not_equal(a.state, b.state);
@@ -301,8 +301,7 @@ static void missing_symbol(void **state)
         char err[1024], want[256];
 
         open_fails(FIXTURE_MISSING_SYMBOL, err, sizeof(err));
-        snprintf(want, sizeof(want), "handler %s: missing symbol dedupd_handler_descriptor()",
-                 FIXTURE_MISSING_SYMBOL);
+        snprintf(want, sizeof(want), "handler %s: missing symbol dedupd_handler_descriptor()", FIXTURE_MISSING_SYMBOL);
         assert_prefix(err, want);
         assert_contains(err, "DEDUPD_HANDLER_EXPORT");
 }
@@ -322,8 +321,7 @@ static void null_descriptor(void **state)
         char err[1024], want[256];
 
         open_fails(FIXTURE_NULL_DESC, err, sizeof(err));
-        snprintf(want, sizeof(want), "handler %s: dedupd_handler_descriptor() returned NULL",
-                 FIXTURE_NULL_DESC);
+        snprintf(want, sizeof(want), "handler %s: dedupd_handler_descriptor() returned NULL", FIXTURE_NULL_DESC);
         assert_string_equal(err, want);
 }
 

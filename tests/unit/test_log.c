@@ -101,12 +101,14 @@ static const struct escape_case {
         {"json escaping: quotes and backslashes", "key a\"b\\c", "key a\"b\\c"},
         {"json escaping: newlines stay inside the line", "first\nsecond\r\nthird", "first\nsecond\r\nthird"},
         {"json escaping: control characters", "bell\a tab\t esc\x1b del\x7f", "bell\a tab\t esc\x1b del\x7f"},
-        {"json escaping: UTF-8 kept", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+        {"json escaping: UTF-8 kept", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+         "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
         {"json escaping: a stray byte becomes U+FFFD", "bad \xff byte", "bad \xef\xbf\xbd byte"},
         {"json escaping: a truncated sequence", "cut \xe2\x82", "cut \xef\xbf\xbd\xef\xbf\xbd"},
         {"json escaping: an overlong form", "slash \xc0\xaf", "slash \xef\xbf\xbd\xef\xbf\xbd"},
         {"json escaping: a surrogate", "half \xed\xa0\x80", "half \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
-        {"json escaping: above U+10FFFF", "big \xf4\x90\x80\x80", "big \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+        {"json escaping: above U+10FFFF", "big \xf4\x90\x80\x80",
+         "big \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
 };
 
 static void json_escaping(void **state)

@@ -10,8 +10,12 @@
 
 static const struct metric_def counter_def = {
         .name = "t_events_total", .help = "Events, by kind", .type = METRIC_COUNTER, .labels = {"kind", "where"}};
-static const struct metric_def hist_def = {.name = "t_duration_seconds", .help = "How long", .type = METRIC_HISTOGRAM,
-                                           .labels = {"topic"}, .buckets = {0.1, 1, 10}, .nbuckets = 3};
+static const struct metric_def hist_def = {.name = "t_duration_seconds",
+                                           .help = "How long",
+                                           .type = METRIC_HISTOGRAM,
+                                           .labels = {"topic"},
+                                           .buckets = {0.1, 1, 10},
+                                           .nbuckets = 3};
 static const struct metric_def gauge_def = {
         .name = "t_backlog", .help = "Help with a \\ and a\nnewline", .type = METRIC_GAUGE};
 
@@ -96,10 +100,9 @@ static void test_stats_lag(void **state)
 static void test_stats_brokers_up(void **state)
 {
         (void)state;
-        static const char down[] =
-                "{\"brokers\":{\"h:9092/bootstrap\":{\"source\":\"configured\",\"state\":\"DOWN\"},"
-                "\"GroupCoordinator\":{\"source\":\"logical\",\"state\":\"CONNECT\"},"
-                "\":0/internal\":{\"source\":\"internal\",\"state\":\"UP\"}}}";
+        static const char down[] = "{\"brokers\":{\"h:9092/bootstrap\":{\"source\":\"configured\",\"state\":\"DOWN\"},"
+                                   "\"GroupCoordinator\":{\"source\":\"logical\",\"state\":\"CONNECT\"},"
+                                   "\":0/internal\":{\"source\":\"internal\",\"state\":\"UP\"}}}";
         static const char up[] = "{\"brokers\":{\"h:9092/1\":{\"source\":\"learned\",\"state\":\"UP\"},"
                                  "\"h:9092/bootstrap\":{\"source\":\"configured\",\"state\":\"INIT\"}}}";
         assert_int_equal(kafka_stats_brokers_up(down, strlen(down)), 0);
@@ -131,12 +134,9 @@ static void test_dedupd_families_exist(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_counter_labels_escaped),
-                cmocka_unit_test(test_histogram_cumulative),
-                cmocka_unit_test(test_gauge_set_forget_help),
-                cmocka_unit_test(test_stats_lag),
-                cmocka_unit_test(test_stats_brokers_up),
-                cmocka_unit_test(test_dedupd_families_exist),
+                cmocka_unit_test(test_counter_labels_escaped), cmocka_unit_test(test_histogram_cumulative),
+                cmocka_unit_test(test_gauge_set_forget_help),  cmocka_unit_test(test_stats_lag),
+                cmocka_unit_test(test_stats_brokers_up),       cmocka_unit_test(test_dedupd_families_exist),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,9 +5,18 @@
 #include "base/msgid.h"
 #include "unit.h"
 
-#define REPLY {.slot = MSGID_REPLY}
-#define EMIT(n) {.slot = MSGID_EMIT, .ordinal = (n)}
-#define DUP(t, p, o) {.slot = MSGID_DUPLICATE_REPLY, .topic = (t), .partition = (p), .offset = (o)}
+#define REPLY                                                                                                          \
+        {                                                                                                              \
+                .slot = MSGID_REPLY                                                                                    \
+        }
+#define EMIT(n)                                                                                                        \
+        {                                                                                                              \
+                .slot = MSGID_EMIT, .ordinal = (n)                                                                     \
+        }
+#define DUP(t, p, o)                                                                                                   \
+        {                                                                                                              \
+                .slot = MSGID_DUPLICATE_REPLY, .topic = (t), .partition = (p), .offset = (o)                           \
+        }
 
 /* The digests, computed apart from dedupd (Python's hashlib over the same
  * NUL-ended fields): what a downstream consumer can derive on its own. */
@@ -49,8 +58,10 @@ static const struct distinct_case distinct[] = {
         {"the reply and the first emit", "shop", "o1/PAY", REPLY, "shop", "o1/PAY", EMIT(0)},
         {"two emits of one message", "shop", "o1/PAY", EMIT(0), "shop", "o1/PAY", EMIT(1)},
         {"the reply and a duplicate's", "shop", "o1/PAY", REPLY, "shop", "o1/PAY", DUP("payments", 0, 7)},
-        {"the replies to two duplicates", "shop", "o1/PAY", DUP("payments", 0, 7), "shop", "o1/PAY", DUP("payments", 0, 8)},
-        {"duplicates on two partitions", "shop", "o1/PAY", DUP("payments", 0, 7), "shop", "o1/PAY", DUP("payments", 1, 7)},
+        {"the replies to two duplicates", "shop", "o1/PAY", DUP("payments", 0, 7), "shop", "o1/PAY",
+         DUP("payments", 0, 8)},
+        {"duplicates on two partitions", "shop", "o1/PAY", DUP("payments", 0, 7), "shop", "o1/PAY",
+         DUP("payments", 1, 7)},
         {"duplicates on two topics", "shop", "o1/PAY", DUP("a", 0, 7), "shop", "o1/PAY", DUP("b", 0, 7)},
         {"one key in two namespaces", "shop", "o1/PAY", REPLY, "billing", "o1/PAY", REPLY},
         {"two keys", "shop", "o1/PAY", REPLY, "shop", "o2/PAY", REPLY},

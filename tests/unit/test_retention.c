@@ -35,8 +35,8 @@ struct plan_case {
 };
 
 static const struct plan_case plan_cases[] = {
-        {"plan: the seed's 'payments 7-30 days' at 10000/s for 7d", 10000, 7 * DAY, 100, 0,
-         6048000000ULL, 604800000000ULL},
+        {"plan: the seed's 'payments 7-30 days' at 10000/s for 7d", 10000, 7 * DAY, 100, 0, 6048000000ULL,
+         604800000000ULL},
         {"plan: the seed's 'tracking 10 minutes'", 10000, 600000, 100, 0, 6000000, 600000000},
         {"plan: a measured row size that is not whole", 1, 3000, 187.5, 0, 3, 563},
         {"plan: a rate per minute (100/min for 1h)", 100.0 / 60, HOUR, 100, 0, 6000, 600000},
@@ -140,13 +140,12 @@ static const struct compare_case compare_cases[] = {
         {"compare: longer is fine", 30 * DAY, 0, 7 * DAY, NULL, NULL, 0, NULL, NULL},
         {"compare: short by hours and minutes", 2 * DAY, 0, 2 * DAY + 90 * 60000, "delete",
          "1h 30m too short; set keep >= 2d 1h 30m", 0, NULL, NULL},
-        {"compare: an infinite topic", 30 * DAY, 0, -1, "delete",
-         "retains messages for ever (retention.ms=-1)", 0, NULL, NULL},
+        {"compare: an infinite topic", 30 * DAY, 0, -1, "delete", "retains messages for ever (retention.ms=-1)", 0,
+         NULL, NULL},
         {"compare: an infinite topic, allowed", 30 * DAY, 1, -1, "delete", NULL, 0, NULL, NULL},
         {"compare: a compacted topic keeps messages for ever", 30 * DAY, 0, 7 * DAY, "compact",
          "compacted (cleanup.policy=compact)", 0, NULL, NULL},
-        {"compare: compact,delete honours retention.ms", 7 * DAY, 0, 7 * DAY, "compact,delete", NULL, 0,
-         NULL, NULL},
+        {"compare: compact,delete honours retention.ms", 7 * DAY, 0, 7 * DAY, "compact,delete", NULL, 0, NULL, NULL},
         {"compare: a stream, in its own words (the whole message)", 30 * 60000, 0, 3600000, NULL,
          "stream payments: retention class 'notify' keeps keys 30m but the stream retains messages for "
          "1h (max_age 1h): a message still in the stream could be replayed after its key was purged — "
@@ -154,14 +153,14 @@ static const struct compare_case compare_cases[] = {
          1, "stream", "max_age 1h"},
         {"compare: a queue without a TTL keeps messages for ever", DAY, 0, -1, NULL,
          "queue payments: retention class 'notify' keeps keys 1d but the queue retains messages for ever "
-         "(no message TTL)", 0, "queue", "no message TTL"},
+         "(no message TTL)",
+         0, "queue", "no message TTL"},
 };
 
 static void test_compare_case(void **state)
 {
         const struct compare_case *c = *state;
-        struct retention_class rc = {.name = "notify", .keep_ms = c->keep_ms,
-                                     .allow_shorter_than_topic = c->allow};
+        struct retention_class rc = {.name = "notify", .keep_ms = c->keep_ms, .allow_shorter_than_topic = c->allow};
         char msg[1024] = "", setting[64];
         snprintf(setting, sizeof(setting), "retention.ms=%" PRId64, c->retention_ms);
         struct retention_holder h = {c->kind ? c->kind : "topic", "payments", c->setting ? c->setting : setting};
@@ -178,10 +177,10 @@ static void test_compare_case(void **state)
                 assert_contains(msg, c->want);
 }
 
-#define Y_BASE                                                                 \
-        "namespace: svc\npostgres:\n  conninfo: \"dbname=x\"\nkafka:\n"        \
-        "  bootstrap.servers: localhost:9092\n  group.id: g\n"                 \
-        "topics:\n  - name: t\n    key:\n      subject: \"{json:id}\"\n"       \
+#define Y_BASE                                                                                                         \
+        "namespace: svc\npostgres:\n  conninfo: \"dbname=x\"\nkafka:\n"                                                \
+        "  bootstrap.servers: localhost:9092\n  group.id: g\n"                                                         \
+        "topics:\n  - name: t\n    key:\n      subject: \"{json:id}\"\n"                                               \
         "      action: PAY\n    handler:\n      path: ./h.so\n"
 
 /* progress_log lives as long as the longest class keeps keys, 30 days without one. */
@@ -208,8 +207,7 @@ static void test_progress_keep(void **state)
 int main(void)
 {
         struct unit_list l = {0};
-        unit_add(&l, "plan: the seed's 10000/s for 48h at 100 B = 1.73 billion rows, 173 GB",
-                 test_plan_seed, NULL);
+        unit_add(&l, "plan: the seed's 10000/s for 48h at 100 B = 1.73 billion rows, 173 GB", test_plan_seed, NULL);
         unit_add_table(&l, test_plan_case, plan_cases);
         unit_add_table(&l, test_rate_case, rate_cases);
         unit_add_table(&l, test_human_case, human_cases);

@@ -46,10 +46,11 @@ static void test_committed_and_acked(void **state)
  * the broker acknowledged everything, the duplicates counted. */
 static void test_duplicates_absorbed(void **state)
 {
-        const char *topic = "  - name: pay\n"
-                            "    key: {subject: \"{json:order_id}\", action: PAY}\n"
-                            "    handler: {path: \"" TRANSFER_SO "\", config: {seed_accounts: \"3\", initial_balance: \"1000\"}}\n"
-                            "    batch: {max_messages: 3, max_wait_ms: 20}\n";
+        const char *topic =
+                "  - name: pay\n"
+                "    key: {subject: \"{json:order_id}\", action: PAY}\n"
+                "    handler: {path: \"" TRANSFER_SO "\", config: {seed_accounts: \"3\", initial_balance: \"1000\"}}\n"
+                "    batch: {max_messages: 3, max_wait_ms: 20}\n";
         const char *orders[] = {"o1", "o2", "o1", "o3", "o2", "o4", "o1", "o5", "o5"};
         struct rt *t = rt_start(topic);
         for (size_t i = 0; i < sizeof(orders) / sizeof(orders[0]); i++) {
@@ -100,10 +101,11 @@ static void test_key_and_headers(void **state)
  * partition acknowledged to its end, the balances exact. */
 static void test_workers(void **state)
 {
-        const char *topic = "  - name: pay\n"
-                            "    key: {subject: \"{json:order_id}\", action: PAY}\n"
-                            "    handler: {path: \"" TRANSFER_SO "\", config: {seed_accounts: \"4\", initial_balance: \"1000\"}}\n"
-                            "    batch: {max_messages: 1, max_wait_ms: 20}\n";
+        const char *topic =
+                "  - name: pay\n"
+                "    key: {subject: \"{json:order_id}\", action: PAY}\n"
+                "    handler: {path: \"" TRANSFER_SO "\", config: {seed_accounts: \"4\", initial_balance: \"1000\"}}\n"
+                "    batch: {max_messages: 1, max_wait_ms: 20}\n";
         struct rt *t = rt_start_with("workers: 2\n", topic);
         unsigned pauses = 0, resumes = 0;
         for (int p = 0; p < 4; p++) {
@@ -139,8 +141,9 @@ static void test_workers(void **state)
  * the partition fetches again. */
 static void test_retry_backoff_dead_letter(void **state)
 {
-        char *topic = rt_flaky_topic("pay", "retry_keys: r1/PAY, flap_keys: f1/PAY", "max_messages: 10, max_wait_ms: 20",
-                                     "max_attempts: 3, backoff_ms: 50, backoff_max_ms: 200");
+        char *topic =
+                rt_flaky_topic("pay", "retry_keys: r1/PAY, flap_keys: f1/PAY", "max_messages: 10, max_wait_ms: 20",
+                               "max_attempts: 3, backoff_ms: 50, backoff_max_ms: 200");
         struct rt *t = rt_start(topic);
         const struct loopback_dead *dead;
         rt_push(t, "pay", 0, "ok1,r1,f1,ok2");
@@ -287,8 +290,9 @@ static void test_split_partial_commit(void **state)
                 "IF NEW.idem_key = 'bad/PAY' THEN RAISE EXCEPTION 'test: key % refused', NEW.idem_key; END IF; "
                 "RETURN NEW; END $f$",
                 0, NULL);
-        rt_exec(t, "CREATE TRIGGER test_refuse_key BEFORE INSERT ON dedupd.keys FOR EACH ROW "
-                   "EXECUTE FUNCTION test_refuse_key()",
+        rt_exec(t,
+                "CREATE TRIGGER test_refuse_key BEFORE INSERT ON dedupd.keys FOR EACH ROW "
+                "EXECUTE FUNCTION test_refuse_key()",
                 0, NULL);
         rt_push(t, "pay", 0, "g0,g1,g2,g3,g4,g5,bad,g7,g8,g9");
         rt_assign(t, "pay", 0 + 1);
@@ -306,7 +310,8 @@ static void test_split_partial_commit(void **state)
         char *eff = rt_effects(t);
         assert_string_equal(eff, "g0/PAY,g1/PAY,g2/PAY,g3/PAY,g4/PAY,g5/PAY,g7/PAY,g8/PAY,g9/PAY");
         assert_int_equal(rt_db_offset(t, "pay", 0), 10);
-        assert_int_equal(rt_sql_int(t, "SELECT count(*) FROM dedupd.attempts", 0, NULL), 0); /* the split start forgotten */
+        assert_int_equal(rt_sql_int(t, "SELECT count(*) FROM dedupd.attempts", 0, NULL),
+                         0); /* the split start forgotten */
         free(eff);
         rt_free(t);
         free(topic);
@@ -391,8 +396,10 @@ static int backlog_paused_then_drained(struct rt *t)
 
 static void test_outbox_backlog_pauses(void **state)
 {
-        char *topic = rt_flaky_topic("pay", "emit_topic: events", "max_messages: 1, max_wait_ms: 10, adaptive: false", "");
-        struct rt *t = rt_start_with("limits: {outbox_backlog: 2}\noutbox: {interval_ms: 20, retry_backoff_ms: 20}\n", topic);
+        char *topic =
+                rt_flaky_topic("pay", "emit_topic: events", "max_messages: 1, max_wait_ms: 10, adaptive: false", "");
+        struct rt *t =
+                rt_start_with("limits: {outbox_backlog: 2}\noutbox: {interval_ms: 20, retry_backoff_ms: 20}\n", topic);
         const struct loopback_pub *pubs;
         loopback_publish_fate(t->lb, SINK_UNSENT, "the broker did not answer");
         for (int i = 0; i < 100; i++) {

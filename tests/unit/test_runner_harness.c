@@ -171,8 +171,9 @@ int64_t rt_db_offset(struct rt *t, const char *topic, int32_t partition)
 {
         char part[16];
         snprintf(part, sizeof(part), "%d", (int)partition);
-        return rt_sql_int(t, "SELECT next_offset FROM dedupd.offsets WHERE namespace = $1 AND topic = $2 AND partition = $3",
-                          3, (const char *const[]){t->cfg->namespace, topic, part});
+        return rt_sql_int(
+                t, "SELECT next_offset FROM dedupd.offsets WHERE namespace = $1 AND topic = $2 AND partition = $3", 3,
+                (const char *const[]){t->cfg->namespace, topic, part});
 }
 
 size_t rt_outstanding(const struct rt *t, const char *topic, int32_t partition)
@@ -218,7 +219,8 @@ int rt_acked_all(struct rt *t)
 
 char *rt_effects(struct rt *t)
 {
-        return rt_sql(t, "SELECT coalesce(string_agg(idem_key, ',' ORDER BY idem_key), '') FROM flaky_effects", 0, NULL);
+        return rt_sql(t, "SELECT coalesce(string_agg(idem_key, ',' ORDER BY idem_key), '') FROM flaky_effects", 0,
+                      NULL);
 }
 
 char *rt_flaky_topic(const char *name, const char *handler_config, const char *batch, const char *retry)

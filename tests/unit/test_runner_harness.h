@@ -47,7 +47,7 @@ struct rt {
         int (*until)(struct rt *t); /* checked at every poll: 1 stops the runner */
         int64_t deadline_ms;
         int timed_out;
-        int step;     /* a scenario's progress, for its until() */
+        int step; /* a scenario's progress, for its until() */
         struct rt_want {
                 const char *topic;
                 int32_t partition;

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BUFFERING "max_messages: 100, max_wait_ms: 400, adaptive: false" /* a batch waits: what is fetched stays buffered */
+#define BUFFERING                                                                                                      \
+        "max_messages: 100, max_wait_ms: 400, adaptive: false" /* a batch waits: what is fetched stays buffered */
 
 static struct loopback_part_state part(const struct rt *t, int32_t p) { return loopback_part(t->lb, "pay", p); }
 
@@ -24,7 +25,8 @@ static int revoke_then_reassign(struct rt *t)
                 assert_int_equal(part(t, 0).released, 5);
                 assert_int_equal(part(t, 0).acked, LOOPBACK_NONE);
                 assert_int_equal(part(t, 1).outstanding, 3); /* an incremental revocation: p1 stays */
-                assert_int_equal(rt_sql_int(t, "SELECT count(*) FROM flaky_effects WHERE idem_key LIKE 'a%'", 0, NULL), 0);
+                assert_int_equal(rt_sql_int(t, "SELECT count(*) FROM flaky_effects WHERE idem_key LIKE 'a%'", 0, NULL),
+                                 0);
                 loopback_assign(t->lb, "pay", p0, 1);
                 t->step = 2;
         }
@@ -161,8 +163,9 @@ static void test_crash_loop_isolation(void **state)
         char *topic = rt_flaky_topic("pay", "", "max_messages: 10, max_wait_ms: 20", "max_crashes: 2");
         struct rt *t = rt_start(topic);
         const struct loopback_dead *dead;
-        const char *ledger = "INSERT INTO dedupd.attempts (namespace, topic, partition, \"offset\", single, until_offset, "
-                             "attempts, inherited, owner) VALUES ($1, $2, 0, $3, $4, $5, 1, $6, '')";
+        const char *ledger =
+                "INSERT INTO dedupd.attempts (namespace, topic, partition, \"offset\", single, until_offset, "
+                "attempts, inherited, owner) VALUES ($1, $2, 0, $3, $4, $5, 1, $6, '')";
         rt_exec(t, ledger, 6, (const char *const[]){"unit", "pay", "0", "false", "6", "0"});
         rt_exec(t, ledger, 6, (const char *const[]){"unit", "pay", "2", "true", "3", "1"});
         rt_push(t, "pay", 0, "m0,m1,m2,m3,m4,m5,m6,m7");
@@ -247,12 +250,9 @@ static void test_stop_with_buffered(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_revoke_drops_buffered),
-                cmocka_unit_test(test_assign_at_db_position),
-                cmocka_unit_test(test_reposition_after_db_loss),
-                cmocka_unit_test(test_assign_awaiting_position),
-                cmocka_unit_test(test_crash_loop_isolation),
-                cmocka_unit_test(test_source_failure),
+                cmocka_unit_test(test_revoke_drops_buffered),    cmocka_unit_test(test_assign_at_db_position),
+                cmocka_unit_test(test_reposition_after_db_loss), cmocka_unit_test(test_assign_awaiting_position),
+                cmocka_unit_test(test_crash_loop_isolation),     cmocka_unit_test(test_source_failure),
                 cmocka_unit_test(test_stop_with_buffered),
         };
         return rt_main("runner_rebalance", tests, sizeof(tests) / sizeof(tests[0]));

@@ -47,7 +47,8 @@ static void file_content_without_trailing_newlines(void **state)
         free(v);
         /* inside a conninfo, beside an environment variable */
         char in[512];
-        snprintf(in, sizeof(in), "host=${DEDUPD_TEST_HOST} password=${file:%s} user=u", secret_file("pw2", "p@ss", 0600));
+        snprintf(in, sizeof(in), "host=${DEDUPD_TEST_HOST} password=${file:%s} user=u",
+                 secret_file("pw2", "p@ss", 0600));
         v = config_interpolate(in, err, sizeof(err));
         assert_string_equal(v, "host=db.internal password=p@ss user=u");
         free(v);

@@ -69,9 +69,16 @@ static void test_too_many_sources(void **state)
 static struct dedupd_msg msg(const char *payload)
 {
         static const struct dedupd_header h[] = {{"h", "hv", 2}};
-        return (struct dedupd_msg){.topic = "payments", .partition = 3, .offset = 42, .key = "k1", .key_len = 2,
-                                   .value = payload, .value_len = payload ? strlen(payload) : 0,
-                                   .headers = h, .header_cnt = 1, .idem_key = "9527/PAY"};
+        return (struct dedupd_msg){.topic = "payments",
+                                   .partition = 3,
+                                   .offset = 42,
+                                   .key = "k1",
+                                   .key_len = 2,
+                                   .value = payload,
+                                   .value_len = payload ? strlen(payload) : 0,
+                                   .headers = h,
+                                   .header_cnt = 1,
+                                   .idem_key = "9527/PAY"};
 }
 
 static void test_bind(void **state)

@@ -205,15 +205,16 @@ int main(void)
         }
         struct unit_list l = {0};
         unit_add(&l, "savepoints: one message's changes undone alone", savepoints_undo_one_message_alone, NULL);
-        unit_add(&l, "savepoints: one a handler released fails as its doing", a_released_savepoint_is_the_handlers_doing,
-                 NULL);
+        unit_add(&l, "savepoints: one a handler released fails as its doing",
+                 a_released_savepoint_is_the_handlers_doing, NULL);
         unit_add(&l, "transaction state: none, open, aborted, none", transaction_state_follows_the_session, NULL);
         unit_add_table(&l, contention_is_told_by_sqlstate, contention_cases);
         unit_add(&l, "session pid: the server's pg_backend_pid()", session_pid_is_the_servers, NULL);
-        unit_add(&l, "cancel: ends the statement running, from another thread", cancel_ends_the_running_statement, NULL);
-        unit_add(&l, "cancel: aimed at no connection, nothing to send", cancel_aimed_at_nothing_is_a_no_op, NULL);
-        unit_add(&l, "handler: host->conn and init_conn are the store's connection", the_handler_gets_the_stores_connection,
+        unit_add(&l, "cancel: ends the statement running, from another thread", cancel_ends_the_running_statement,
                  NULL);
+        unit_add(&l, "cancel: aimed at no connection, nothing to send", cancel_aimed_at_nothing_is_a_no_op, NULL);
+        unit_add(&l, "handler: host->conn and init_conn are the store's connection",
+                 the_handler_gets_the_stores_connection, NULL);
         int failed = unit_run("store_seam", &l);
         store_free(db);
         return failed;

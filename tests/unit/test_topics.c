@@ -49,7 +49,8 @@ static void test_check_unreachable(void **state)
         assert_int_equal(topics_check(cfg, TOPICS_CHECK_ONLY, 300, record, NULL, limit, err, sizeof(err)),
                          TOPICS_UNREACHABLE);
         assert_int_equal(reported, 1);
-        assert_contains(report_msg, "cannot reach the Kafka broker(s) at 127.0.0.1:1 (bootstrap.servers) within 300 ms");
+        assert_contains(report_msg,
+                        "cannot reach the Kafka broker(s) at 127.0.0.1:1 (bootstrap.servers) within 300 ms");
         assert_string_equal(err, report_msg);
         assert_int_equal(limit[0], -1); /* unknown: the producer falls back to its own limit */
         config_free(cfg);
@@ -78,7 +79,8 @@ static void test_daemon_unreachable_not_logged(void **state)
 int main(void)
 {
         struct unit_list l = {0};
-        unit_add(&l, "check: an unreachable broker is one error naming bootstrap.servers", test_check_unreachable, NULL);
+        unit_add(&l, "check: an unreachable broker is one error naming bootstrap.servers", test_check_unreachable,
+                 NULL);
         unit_add(&l, "check: the daemon's check leaves the logging to the daemon", test_daemon_unreachable_not_logged,
                  NULL);
         return unit_run("topics", &l);

@@ -12,21 +12,19 @@
 #include <cmocka.h>
 
 /* Fails unless needle occurs in hay, printing both. */
-#define assert_contains(hay, needle)                                           \
-        do {                                                                   \
-                const char *hay_ = (hay), *needle_ = (needle);                 \
-                if (!hay_ || !strstr(hay_, needle_))                           \
-                        fail_msg("expected \"%s\" in \"%s\"", needle_,         \
-                                 hay_ ? hay_ : "(null)");                      \
+#define assert_contains(hay, needle)                                                                                   \
+        do {                                                                                                           \
+                const char *hay_ = (hay), *needle_ = (needle);                                                         \
+                if (!hay_ || !strstr(hay_, needle_))                                                                   \
+                        fail_msg("expected \"%s\" in \"%s\"", needle_, hay_ ? hay_ : "(null)");                        \
         } while (0)
 
 /* Fails unless s starts with prefix. */
-#define assert_prefix(s, prefix)                                               \
-        do {                                                                   \
-                const char *s_ = (s), *prefix_ = (prefix);                     \
-                if (!s_ || strncmp(s_, prefix_, strlen(prefix_)))              \
-                        fail_msg("expected \"%s\" to start with \"%s\"",       \
-                                 s_ ? s_ : "(null)", prefix_);                 \
+#define assert_prefix(s, prefix)                                                                                       \
+        do {                                                                                                           \
+                const char *s_ = (s), *prefix_ = (prefix);                                                             \
+                if (!s_ || strncmp(s_, prefix_, strlen(prefix_)))                                                      \
+                        fail_msg("expected \"%s\" to start with \"%s\"", s_ ? s_ : "(null)", prefix_);                 \
         } while (0)
 
 /* A test list built at run time, so that every row of a table is reported
@@ -36,8 +34,7 @@ struct unit_list {
         size_t cnt;
 };
 
-static inline void unit_add(struct unit_list *l, const char *name, CMUnitTestFunction fn,
-                            const void *state)
+static inline void unit_add(struct unit_list *l, const char *name, CMUnitTestFunction fn, const void *state)
 {
         struct CMUnitTest *n = realloc(l->t, (l->cnt + 1) * sizeof(*n));
         if (!n)
@@ -53,10 +50,10 @@ static inline void unit_add_tests(struct unit_list *l, const struct CMUnitTest *
 }
 
 /* Every table row struct begins with its name. */
-#define unit_add_table(l, fn, rows)                                            \
-        do {                                                                   \
-                for (size_t i_ = 0; i_ < sizeof(rows) / sizeof((rows)[0]); i_++) \
-                        unit_add((l), (rows)[i_].name, (fn), &(rows)[i_]);     \
+#define unit_add_table(l, fn, rows)                                                                                    \
+        do {                                                                                                           \
+                for (size_t i_ = 0; i_ < sizeof(rows) / sizeof((rows)[0]); i_++)                                       \
+                        unit_add((l), (rows)[i_].name, (fn), &(rows)[i_]);                                             \
         } while (0)
 
 static inline int unit_run(const char *group, struct unit_list *l)

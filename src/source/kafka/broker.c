@@ -58,8 +58,8 @@ static int sink(struct broker_run *r, struct sink *out, char *err, size_t errsz)
         return 0;
 }
 
-static struct source *source(struct broker_run *r, struct source_events ev, int64_t deadline_ms,
-                             int startup_timeout_ms, char *err, size_t errsz)
+static struct source *source(struct broker_run *r, struct source_events ev, int64_t deadline_ms, int startup_timeout_ms,
+                             char *err, size_t errsz)
 {
         char why[1024];
         struct source *src = kafka_source_new(r->cfg, ev, why, sizeof(why));
@@ -91,7 +91,8 @@ static void on_topics(void *opaque, enum topics_severity sev, const char *file, 
 static enum broker_check check(const struct config *cfg, struct broker_report *rep)
 {
         char err[1024];
-        enum topics_rc t = topics_check(cfg, TOPICS_CHECK_ONLY, rep->timeout_ms, on_topics, rep, NULL, err, sizeof(err));
+        enum topics_rc t =
+                topics_check(cfg, TOPICS_CHECK_ONLY, rep->timeout_ms, on_topics, rep, NULL, err, sizeof(err));
         return t == TOPICS_UNREACHABLE || t == TOPICS_REFUSED ? BROKER_CHECK_UNREACHABLE
                : t == TOPICS_INVALID                          ? BROKER_CHECK_INVALID
                                                               : BROKER_CHECK_OK;

@@ -10,14 +10,33 @@
 #include "source/kafka/settings.h"
 
 static const char *const consumer_props[] = {
-        "group.id", "group.instance.id", "auto.offset.reset", "enable.auto.commit",
-        "auto.commit.interval.ms", "enable.auto.offset.store", "session.timeout.ms",
-        "max.poll.interval.ms", "heartbeat.interval.ms", "partition.assignment.strategy",
-        "fetch.min.bytes", "fetch.max.bytes", "fetch.wait.max.ms", "max.partition.fetch.bytes",
-        "fetch.message.max.bytes", "queued.min.messages", "queued.max.messages.kbytes",
-        "enable.partition.eof", "check.crcs", "isolation.level", "group.protocol.type",
-        "coordinator.query.interval.ms", "allow.auto.create.topics", "auto.commit.enable",
-        "offset.store.method", "consume.callback.max.messages", "client.rack",
+        "group.id",
+        "group.instance.id",
+        "auto.offset.reset",
+        "enable.auto.commit",
+        "auto.commit.interval.ms",
+        "enable.auto.offset.store",
+        "session.timeout.ms",
+        "max.poll.interval.ms",
+        "heartbeat.interval.ms",
+        "partition.assignment.strategy",
+        "fetch.min.bytes",
+        "fetch.max.bytes",
+        "fetch.wait.max.ms",
+        "max.partition.fetch.bytes",
+        "fetch.message.max.bytes",
+        "queued.min.messages",
+        "queued.max.messages.kbytes",
+        "enable.partition.eof",
+        "check.crcs",
+        "isolation.level",
+        "group.protocol.type",
+        "coordinator.query.interval.ms",
+        "allow.auto.create.topics",
+        "auto.commit.enable",
+        "offset.store.method",
+        "consume.callback.max.messages",
+        "client.rack",
 };
 
 int kafka_is_consumer_property(const char *name)
@@ -53,10 +72,8 @@ int kafka_err_unreachable(rd_kafka_resp_err_t e)
         case RD_KAFKA_RESP_ERR__TIMED_OUT_QUEUE:
         case RD_KAFKA_RESP_ERR__WAIT_COORD:
         case RD_KAFKA_RESP_ERR__SSL:
-        case RD_KAFKA_RESP_ERR__AUTHENTICATION:
-                return 1;
-        default:
-                return 0;
+        case RD_KAFKA_RESP_ERR__AUTHENTICATION: return 1;
+        default: return 0;
         }
 }
 
@@ -83,8 +100,8 @@ static void quiet_log_cb(const rd_kafka_t *rk, int level, const char *fac, const
         log_debug("kafka", "%s: %s", fac, buf);
 }
 
-rd_kafka_conf_t *kafka_conf(const struct config *cfg, enum kafka_role role, const char *const *extra,
-                            char *err, size_t errsz)
+rd_kafka_conf_t *kafka_conf(const struct config *cfg, enum kafka_role role, const char *const *extra, char *err,
+                            size_t errsz)
 {
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
         const struct config_kvs *props = kafka_props(cfg);
@@ -106,11 +123,11 @@ error:
         return NULL;
 }
 
-rd_kafka_t *kafka_client(const struct config *cfg, rd_kafka_type_t type, enum kafka_role role,
-                         const char *group, char *err, size_t errsz)
+rd_kafka_t *kafka_client(const struct config *cfg, rd_kafka_type_t type, enum kafka_role role, const char *group,
+                         char *err, size_t errsz)
 {
-        const char *const with_group[] = {"group.id", group, "enable.auto.commit", "false",
-                                          "enable.auto.offset.store", "false", NULL};
+        const char *const with_group[] = {"group.id", group, "enable.auto.commit", "false", "enable.auto.offset.store",
+                                          "false",    NULL};
         rd_kafka_conf_t *conf = kafka_conf(cfg, role, group ? with_group : NULL, err, errsz);
         rd_kafka_t *rk;
         if (!conf)

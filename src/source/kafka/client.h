@@ -41,14 +41,14 @@ int kafka_err_unreachable(rd_kafka_resp_err_t e);
  * librdkafka's message is copied verbatim into err. The caller owns the conf
  * until rd_kafka_new() takes it.
  */
-rd_kafka_conf_t *kafka_conf(const struct config *cfg, enum kafka_role role, const char *const *extra,
-                            char *err, size_t errsz);
+rd_kafka_conf_t *kafka_conf(const struct config *cfg, enum kafka_role role, const char *const *extra, char *err,
+                            size_t errsz);
 
 /** A client of type for role; a non-NULL group joins nothing by itself but
  *  names the group whose offsets it reads or moves (auto commit and offset
  *  store off). NULL with librdkafka's message in err. */
-rd_kafka_t *kafka_client(const struct config *cfg, rd_kafka_type_t type, enum kafka_role role,
-                         const char *group, char *err, size_t errsz);
+rd_kafka_t *kafka_client(const struct config *cfg, rd_kafka_type_t type, enum kafka_role role, const char *group,
+                         char *err, size_t errsz);
 
 /** Partitions of topic from the broker's metadata; -1 with a message (the
  *  topic does not exist, the broker did not answer). */

@@ -22,14 +22,14 @@ struct kafka_source {
         int fatal;
         char fatal_msg[1024];
         struct log_ratelimit rl;
-        int joined;            /* the group has handed this member an assignment (empty or not) */
-        int64_t deadline_ms;   /* startup: joined by then, or fail; 0: no deadline */
+        int joined;          /* the group has handed this member an assignment (empty or not) */
+        int64_t deadline_ms; /* startup: joined by then, or fail; 0: no deadline */
         int startup_timeout_ms;
-        char last_error[512];  /* librdkafka's last error, for the startup failure */
+        char last_error[512];              /* librdkafka's last error, for the startup failure */
         struct kafka_positions *positions; /* handed over, acknowledged, skipped */
-        int brokers_down;      /* ALL_BROKERS_DOWN, and no sign of one since */
-        char brokers_why[512]; /* what librdkafka said then */
-        int64_t recommit_at_ms; /* a refused offset commit is sent again then; 0: none due */
+        int brokers_down;                  /* ALL_BROKERS_DOWN, and no sign of one since */
+        char brokers_why[512];             /* what librdkafka said then */
+        int64_t recommit_at_ms;            /* a refused offset commit is sent again then; 0: none due */
 };
 
 static struct kafka_source *of(struct source *src) { return (struct kafka_source *)src; }
@@ -133,7 +133,8 @@ static struct pl_msg *poll_one(struct source *src, int timeout_ms)
         int t = topic_index(k->cfg, rd_kafka_topic_name(rkm->rkt));
         if (t < 0) {
                 /* Not handed over, so never acknowledged. */
-                log_error("kafka", "a message of %s, a topic this config does not consume", rd_kafka_topic_name(rkm->rkt));
+                log_error("kafka", "a message of %s, a topic this config does not consume",
+                          rd_kafka_topic_name(rkm->rkt));
                 rd_kafka_message_destroy(rkm);
                 return NULL;
         }
@@ -195,8 +196,8 @@ static size_t skipped(struct source *src, struct pl_skip *out, size_t max)
 static int broker_positions(struct kafka_source *k, rd_kafka_topic_partition_list_t *l, char *err, size_t errsz)
 {
         rd_kafka_resp_err_t e = rd_kafka_committed(k->rk, l, SEEK_TIMEOUT_MS);
-        const char *reset = kafka_user_set(k->cfg, "auto.offset.reset") ? kafka_property(k->cfg, "auto.offset.reset")
-                                                                         : "earliest";
+        const char *reset =
+                kafka_user_set(k->cfg, "auto.offset.reset") ? kafka_property(k->cfg, "auto.offset.reset") : "earliest";
         int latest = !strcmp(reset, "latest") || !strcmp(reset, "largest") || !strcmp(reset, "end");
         if (e) {
                 snprintf(err, errsz, "reading the group's committed offsets: %s", rd_kafka_err2str(e));
@@ -324,8 +325,7 @@ static void revoke(struct kafka_source *k, const rd_kafka_topic_partition_list_t
         rd_kafka_assign(k->rk, NULL);
 }
 
-static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
-                         void *opaque)
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
         struct kafka_source *k = opaque;
         (void)rk;
@@ -335,9 +335,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
                 k->brokers_down = 0;
                 assign(k, parts);
                 break;
-        case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
-                revoke(k, parts);
-                break;
+        case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS: revoke(k, parts); break;
         default:
                 log_error("kafka", "rebalance error: %s", rd_kafka_err2str(err));
                 revoke(k, NULL);
@@ -367,8 +365,8 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
                 log_limited(&k->rl, 3, 10000, LOG_WARN, "kafka", "%s: %s (bootstrap.servers %s)",
                             rd_kafka_err2name((rd_kafka_resp_err_t)err), reason, kafka_bootstrap(k->cfg));
         else
-                log_limited(&k->rl, 3, 10000, LOG_WARN, "kafka", "%s: %s",
-                            rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+                log_limited(&k->rl, 3, 10000, LOG_WARN, "kafka", "%s: %s", rd_kafka_err2name((rd_kafka_resp_err_t)err),
+                            reason);
 }
 
 /* librdkafka says when every broker is down, never when one is back: its

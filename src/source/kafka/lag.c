@@ -24,9 +24,9 @@ int kafka_lag(struct store *s, const struct config *cfg, FILE *out, int expect_c
         if (!rk)
                 return -1;
         fprintf(out, "\nlag (group %s: high watermark minus position; no position counts from the low watermark)\n",
-               group ? group : "?");
+                group ? group : "?");
         fprintf(out, "  %-24s %9s %12s %12s %9s %12s %9s\n", "topic", "partition", "high", "dedupd", "lag", "kafka",
-               "lag");
+                "lag");
         for (size_t t = 0; t < cfg->topic_cnt; t++) {
                 const char *topic = cfg->topics[t].name;
                 int n = kafka_partition_count(rk, topic, err, errsz);
@@ -64,7 +64,7 @@ int kafka_lag(struct store *s, const struct config *cfg, FILE *out, int expect_c
                         if (kc >= 0)
                                 snprintf(ks, sizeof(ks), "%" PRId64, kc);
                         fprintf(out, "  %-24s %9d %12" PRId64 " %12s %9" PRId64 " %12s %9" PRId64 "\n", topic, p, hi,
-                               dbs, dlag, ks, klag);
+                                dbs, dlag, ks, klag);
                         db_total += dlag;
                         kafka_total += klag;
                         if (!expect_caught_up || (dlag <= 0 && klag <= 0))
@@ -81,10 +81,9 @@ int kafka_lag(struct store *s, const struct config *cfg, FILE *out, int expect_c
                         goto out;
         }
         fprintf(out, "  %-24s %9s %12s %12s %9" PRId64 " %12s %9" PRId64 "\n", "total", "", "", "", db_total, "",
-               kafka_total);
+                kafka_total);
         rc = 0;
 out:
         rd_kafka_destroy(rk);
         return rc;
 }
-

@@ -111,10 +111,7 @@ void kafka_positions_acked(struct kafka_positions *kp, size_t topic_idx, int32_t
 }
 
 /* Nothing of p is outstanding: every message handed over is acknowledged. */
-static int settled(const struct kpart *p)
-{
-        return p->delivered < 0 || (p->acked >= 0 && p->delivered <= p->acked);
-}
+static int settled(const struct kpart *p) { return p->delivered < 0 || (p->acked >= 0 && p->delivered <= p->acked); }
 
 size_t kafka_positions_skipped(struct kafka_positions *kp, rd_kafka_t *rk, const struct config *cfg,
                                struct pl_skip *out, size_t max)

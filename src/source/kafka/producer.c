@@ -32,10 +32,10 @@ struct lane {
 };
 
 struct producer {
-        struct lane dlq;            /* dead letters: as long as they need (ACK_TIMEOUT_MS) */
-        struct lane relay;          /* the outbox: message.timeout.ms is outbox.publish_timeout_ms; made at first use */
-        int64_t max_bytes;          /* message.max.bytes in effect */
-        const struct config *cfg;   /* for the dead-letter topics' limits */
+        struct lane dlq;          /* dead letters: as long as they need (ACK_TIMEOUT_MS) */
+        struct lane relay;        /* the outbox: message.timeout.ms is outbox.publish_timeout_ms; made at first use */
+        int64_t max_bytes;        /* message.max.bytes in effect */
+        const struct config *cfg; /* for the dead-letter topics' limits */
         const int64_t *dlq_max_bytes; /* per config topic: its DLQ's max.message.bytes, -1 unknown */
 };
 
@@ -126,8 +126,7 @@ error:
         return NULL;
 }
 
-struct producer *producer_new(const struct config *cfg, const int64_t *dlq_max_bytes, char *err,
-                              size_t errsz)
+struct producer *producer_new(const struct config *cfg, const int64_t *dlq_max_bytes, char *err, size_t errsz)
 {
         struct producer *q = xcalloc(1, sizeof(*q));
         const char *user_max = kafka_property(cfg, "message.max.bytes");
@@ -191,8 +190,7 @@ static size_t lane_send(struct lane *l, const struct record *recs, size_t n, int
                                               RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
                                               RD_KAFKA_V_KEY(r->key, r->key ? r->key_len : 0),
                                               RD_KAFKA_V_VALUE((void *)r->value, r->value ? r->value_len : 0),
-                                              RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_OPAQUE((void *)tag),
-                                              RD_KAFKA_V_END);
+                                              RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_OPAQUE((void *)tag), RD_KAFKA_V_END);
                         if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL)
                                 rd_kafka_poll(l->rk, 50);
                 } while (e == RD_KAFKA_RESP_ERR__QUEUE_FULL);
@@ -260,8 +258,10 @@ static void outcome_of(rd_kafka_resp_err_t e, const char *topic, int timeout_ms,
 {
         o->fate = !e ? SINK_ACKED : not_the_records(e) ? SINK_UNSENT : SINK_FAILED;
         if (e == RD_KAFKA_RESP_ERR__IN_PROGRESS)
-                snprintf(o->reason, sizeof(o->reason), "write to %s not acknowledged within %d ms "
-                                                       "(outbox.publish_timeout_ms)", topic, timeout_ms);
+                snprintf(o->reason, sizeof(o->reason),
+                         "write to %s not acknowledged within %d ms "
+                         "(outbox.publish_timeout_ms)",
+                         topic, timeout_ms);
         else if (e)
                 snprintf(o->reason, sizeof(o->reason), "write to %s failed: %s", topic, rd_kafka_err2str(e));
 }
@@ -290,7 +290,8 @@ static void publish(void *opaque, const struct record *recs, size_t n, struct si
 
 struct sink producer_sink(struct producer *q)
 {
-        return (struct sink){.publish = publish, .dead_letter = producer_dead_letter, .opaque = q, .check = kafka_record_check};
+        return (struct sink){
+                .publish = publish, .dead_letter = producer_dead_letter, .opaque = q, .check = kafka_record_check};
 }
 
 /* ---- dead letters ---------------------------------------------------------- */
@@ -302,8 +303,8 @@ struct sink producer_sink(struct producer *q)
 struct dead_letter {
         struct record rec;
         struct dedupd_header *h;
-        char nums[4][24];  /* partition, offset, timestamp, original size */
-        char note[320];    /* dedupd.truncated */
+        char nums[4][24]; /* partition, offset, timestamp, original size */
+        char note[320];   /* dedupd.truncated */
 };
 
 /* What the broker will count of a record, a little generously: key, value,
@@ -397,8 +398,8 @@ static int too_large(rd_kafka_resp_err_t e)
         return e == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE || e == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE;
 }
 
-int producer_dead_letter(void *opaque, const char *dlq_topic, const char *ns,
-                         const struct pl_dead_letter *letters, size_t n, char *err, size_t errsz)
+int producer_dead_letter(void *opaque, const char *dlq_topic, const char *ns, const struct pl_dead_letter *letters,
+                         size_t n, char *err, size_t errsz)
 {
         struct producer *q = opaque;
         struct dead_letter *d = xcalloc(n ? n : 1, sizeof(*d));
@@ -422,8 +423,9 @@ int producer_dead_letter(void *opaque, const char *dlq_topic, const char *ns,
                 if (!too_large(q->dlq.results[i]))
                         continue;
                 dead_letter_cut(&d[i], &letters[i], ns, limit, 1);
-                log_warn("kafka:producer", "dead letter of %s/%d offset %" PRId64 " refused as too large "
-                                           "by %s: sending dedupd's headers only",
+                log_warn("kafka:producer",
+                         "dead letter of %s/%d offset %" PRId64 " refused as too large "
+                         "by %s: sending dedupd's headers only",
                          letters[i].msg->topic, (int)letters[i].msg->partition, letters[i].msg->offset, dlq_topic);
                 recs[again++] = d[i].rec;
         }

@@ -14,8 +14,8 @@ struct producer;
  *  max.message.bytes as the broker told it (-1 unknown); the producer's own
  *  limit is raised to fit the largest dead letter, and a dead letter larger
  *  than its topic takes is cut to fit (see producer_dead_letter). */
-struct producer *producer_new(const struct config *cfg, const int64_t *dlq_max_bytes, char *err,
-                              size_t errsz) __attribute__((warn_unused_result));
+struct producer *producer_new(const struct config *cfg, const int64_t *dlq_max_bytes, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
 void producer_free(struct producer *q);
 
 /** The producer as the protocol's sink (publish and dead_letter below). */

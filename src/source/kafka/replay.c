@@ -18,7 +18,7 @@
 #include "pg/offsets.h"
 #include "pg/schema.h"
 
-#define STALL_MS 60000 /* no record and no acknowledgement for this long: give up */
+#define STALL_MS 60000                       /* no record and no acknowledgement for this long: give up */
 #define REPRODUCE_GROUP "dedupctl-reproduce" /* assign() needs a group; it never commits */
 
 /* What is known of one partition. */
@@ -84,9 +84,9 @@ static void progress_show(struct progress *p, int64_t done, int64_t sent, int fi
                 snprintf(eta, sizeof(eta), "?");
         if (sent > done)
                 snprintf(extra, sizeof(extra), " (%" PRId64 " sent)", sent);
-        fprintf(stderr, "%s%s: %" PRId64 "/%" PRId64 " %s%s (%d%%), %.0f/s, ETA %s%s", p->tty ? "\r" : "",
-                p->what, done, p->total, p->unit, extra, p->total ? (int)(done * 100 / p->total) : 100, rate,
-                eta, p->tty ? "\033[K" : "\n");
+        fprintf(stderr, "%s%s: %" PRId64 "/%" PRId64 " %s%s (%d%%), %.0f/s, ETA %s%s", p->tty ? "\r" : "", p->what,
+                done, p->total, p->unit, extra, p->total ? (int)(done * 100 / p->total) : 100, rate, eta,
+                p->tty ? "\033[K" : "\n");
         if (p->tty && final)
                 fputc('\n', stderr);
         fflush(stderr);
@@ -96,8 +96,8 @@ static void progress_show(struct progress *p, int64_t done, int64_t sent, int fi
 /* ---- where things are --------------------------------------------------------- */
 
 /* The selected partitions of o->topic with their watermarks. */
-static enum replay_rc read_partitions(rd_kafka_t *rk, const struct replay_opts *o, struct part **out,
-                                      size_t *cnt, char *err, size_t errsz)
+static enum replay_rc read_partitions(rd_kafka_t *rk, const struct replay_opts *o, struct part **out, size_t *cnt,
+                                      char *err, size_t errsz)
 {
         struct progress pr;
         struct part *ps;
@@ -120,11 +120,10 @@ static enum replay_rc read_partitions(rd_kafka_t *rk, const struct replay_opts *
         }
         progress_start(&pr, "reading watermarks", "partitions", (int64_t)n);
         for (size_t i = 0; i < n; i++) {
-                rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(rk, o->topic, ps[i].id, &ps[i].lo,
-                                                                         &ps[i].hi, KAFKA_TIMEOUT_MS);
+                rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(rk, o->topic, ps[i].id, &ps[i].lo, &ps[i].hi,
+                                                                         KAFKA_TIMEOUT_MS);
                 if (e) {
-                        snprintf(err, errsz, "watermarks of %s/%d: %s", o->topic, (int)ps[i].id,
-                                 rd_kafka_err2str(e));
+                        snprintf(err, errsz, "watermarks of %s/%d: %s", o->topic, (int)ps[i].id, rd_kafka_err2str(e));
                         free(ps);
                         return REPLAY_FAILED;
                 }
@@ -139,8 +138,8 @@ static enum replay_rc read_partitions(rd_kafka_t *rk, const struct replay_opts *
 
 /* The first offset whose timestamp is >= ts_ms per partition; the high
  * watermark where no record is that recent. */
-static int offsets_at(rd_kafka_t *rk, const char *topic, const struct part *ps, size_t n,
-                      int64_t ts_ms, int64_t *out, char *err, size_t errsz)
+static int offsets_at(rd_kafka_t *rk, const char *topic, const struct part *ps, size_t n, int64_t ts_ms, int64_t *out,
+                      char *err, size_t errsz)
 {
         rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
         rd_kafka_resp_err_t e;
@@ -168,8 +167,7 @@ out:
         return rc;
 }
 
-static int read_committed(rd_kafka_t *rk, const char *topic, struct part *ps, size_t n, char *err,
-                          size_t errsz)
+static int read_committed(rd_kafka_t *rk, const char *topic, struct part *ps, size_t n, char *err, size_t errsz)
 {
         rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
         rd_kafka_resp_err_t e;
@@ -184,8 +182,8 @@ static int read_committed(rd_kafka_t *rk, const char *topic, struct part *ps, si
         return e ? -1 : 0;
 }
 
-static int read_db_offsets(struct store *st, const char *ns, const char *topic, struct part *ps, size_t n,
-                           char *err, size_t errsz)
+static int read_db_offsets(struct store *st, const char *ns, const char *topic, struct part *ps, size_t n, char *err,
+                           size_t errsz)
 {
         struct store_position *pos = NULL;
         size_t npos = 0;
@@ -270,8 +268,8 @@ static int group_active(rd_kafka_t *rk, const char *group, char *err, size_t err
 
 /* Commit the new offsets for the group through the Admin API (an OffsetCommit
  * from outside the group): the broker refuses it while the group has members. */
-static enum replay_rc alter_offsets(rd_kafka_t *rk, const char *group, const char *topic,
-                                   const struct part *ps, size_t n, char *err, size_t errsz)
+static enum replay_rc alter_offsets(rd_kafka_t *rk, const char *group, const char *topic, const struct part *ps,
+                                    size_t n, char *err, size_t errsz)
 {
         rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
         rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
@@ -298,8 +296,9 @@ static enum replay_rc alter_offsets(rd_kafka_t *rk, const char *group, const cha
                 if (cnt != 1) {
                         snprintf(err, errsz, "committing the new offsets: no result");
                 } else if (refused_code(e)) {
-                        snprintf(err, errsz, "group %s has active members (the broker refused the commit: %s); "
-                                             "stop the dedupd instances first",
+                        snprintf(err, errsz,
+                                 "group %s has active members (the broker refused the commit: %s); "
+                                 "stop the dedupd instances first",
                                  group, rd_kafka_err2name(e));
                 } else if (e) {
                         snprintf(err, errsz, "committing the new offsets of group %s: %s", group,
@@ -356,8 +355,8 @@ static enum replay_rc reset_targets(struct reset *x, char *err, size_t errsz)
                 struct part *p = &x->ps[i];
                 p->to = o->to_beginning ? p->lo : x->at ? x->at[i] : o->to_offset;
                 if (p->to < p->lo || p->to > p->hi) {
-                        snprintf(err, errsz, "offset %" PRId64 " is outside partition %s/%d, which holds %" PRId64
-                                             "..%" PRId64,
+                        snprintf(err, errsz,
+                                 "offset %" PRId64 " is outside partition %s/%d, which holds %" PRId64 "..%" PRId64,
                                  p->to, o->topic, (int)p->id, p->lo, p->hi);
                         return REPLAY_USAGE;
                 }
@@ -434,9 +433,10 @@ static enum replay_rc reset_move(struct reset *x, char *err, size_t errsz)
         if ((rc = alter_offsets(x->rk, x->group, x->o->topic, x->ps, x->n, err, errsz)))
                 return rc;
         if (store_commit(x->s, tmp, sizeof(tmp)) != STORE_OK) {
-                snprintf(err, errsz, "Kafka's committed offsets were moved but the database's were not (%s); "
-                                     "dedupd starts from the database, so nothing will be replayed: run the "
-                                     "command again",
+                snprintf(err, errsz,
+                         "Kafka's committed offsets were moved but the database's were not (%s); "
+                         "dedupd starts from the database, so nothing will be replayed: run the "
+                         "command again",
                          tmp);
                 return REPLAY_FAILED;
         }
@@ -492,8 +492,8 @@ static enum replay_rc reset(const struct config *cfg, const struct replay_opts *
         }
         if ((rc = reset_move(&x, err, errsz)))
                 goto out;
-        printf("reset %zu partition%s of %s for group %s: %" PRId64 " records will be delivered again (%.1f s)\n",
-               x.n, x.n == 1 ? "" : "s", o->topic, x.group, x.again, (double)(log_now_ms() - start) / 1000.0);
+        printf("reset %zu partition%s of %s for group %s: %" PRId64 " records will be delivered again (%.1f s)\n", x.n,
+               x.n == 1 ? "" : "s", o->topic, x.group, x.again, (double)(log_now_ms() - start) / 1000.0);
 out:
         if (x.s)
                 store_rollback(x.s); /* a no-op after COMMIT */
@@ -544,8 +544,7 @@ static rd_kafka_resp_err_t produce_again(rd_kafka_t *p, const char *topic, rd_ka
         do {
                 e = rd_kafka_producev(p, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(m->partition),
                                       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(m->key, m->key_len),
-                                      RD_KAFKA_V_VALUE(m->payload, m->len), RD_KAFKA_V_HEADERS(h),
-                                      RD_KAFKA_V_END);
+                                      RD_KAFKA_V_VALUE(m->payload, m->len), RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
                 if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL)
                         rd_kafka_poll(p, 50);
         } while (e == RD_KAFKA_RESP_ERR__QUEUE_FULL);
@@ -568,9 +567,17 @@ struct repro {
 
 static enum replay_rc repro_consumer(struct repro *x, char *err, size_t errsz)
 {
-        static const char *const extra[] = {"group.id", REPRODUCE_GROUP, "enable.auto.commit", "false",
-                                            "enable.auto.offset.store", "false", "enable.partition.eof", "true",
-                                            "auto.offset.reset", "error", NULL};
+        static const char *const extra[] = {"group.id",
+                                            REPRODUCE_GROUP,
+                                            "enable.auto.commit",
+                                            "false",
+                                            "enable.auto.offset.store",
+                                            "false",
+                                            "enable.partition.eof",
+                                            "true",
+                                            "auto.offset.reset",
+                                            "error",
+                                            NULL};
         rd_kafka_conf_t *conf = kafka_conf(x->cfg, KAFKA_ROLE_CLIENT, extra, err, errsz);
         if (!conf)
                 return REPLAY_USAGE;
@@ -642,15 +649,15 @@ static enum replay_rc repro_print(struct repro *x, char *err, size_t errsz)
                 struct part *q = &x->ps[i];
                 int bad_from = q->from < q->lo || q->from > q->hi;
                 if (bad_from || q->to < q->lo || q->to > q->hi) {
-                        snprintf(err, errsz, "offset %" PRId64 " is outside partition %s/%d, which holds %" PRId64
-                                             "..%" PRId64,
+                        snprintf(err, errsz,
+                                 "offset %" PRId64 " is outside partition %s/%d, which holds %" PRId64 "..%" PRId64,
                                  bad_from ? q->from : q->to, o->topic, (int)q->id, q->lo, q->hi);
                         return REPLAY_USAGE;
                 }
                 if (q->to < q->from)
                         q->to = q->from; /* an empty range */
-                printf("%9d %10" PRId64 " %10" PRId64 " %10" PRId64 " %10" PRId64 " %10" PRId64 "\n", (int)q->id,
-                       q->lo, q->hi, q->from, q->to, q->to - q->from);
+                printf("%9d %10" PRId64 " %10" PRId64 " %10" PRId64 " %10" PRId64 " %10" PRId64 "\n", (int)q->id, q->lo,
+                       q->hi, q->from, q->to, q->to - q->from);
                 x->total += q->to - q->from;
         }
         return REPLAY_OK;
@@ -788,8 +795,7 @@ out:
         return rc;
 }
 
-enum replay_rc kafka_replay(const struct config *cfg, const struct replay_opts *o, char *err,
-                          size_t errsz)
+enum replay_rc kafka_replay(const struct config *cfg, const struct replay_opts *o, char *err, size_t errsz)
 {
         return o->reproduce ? reproduce(cfg, o, err, errsz) : reset(cfg, o, err, errsz);
 }

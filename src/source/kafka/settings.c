@@ -9,8 +9,12 @@
 static const char *const required_props[] = {"bootstrap.servers", "group.id", NULL};
 
 static const struct field rows[] = {
-        {.name = "kafka", .importance = 1, .type = F_KV, .off = offsetof(struct kafka_settings, props),
-         .secret_key = kafka_secret_property, .keys_required = required_props,
+        {.name = "kafka",
+         .importance = 1,
+         .type = F_KV,
+         .off = offsetof(struct kafka_settings, props),
+         .secret_key = kafka_secret_property,
+         .keys_required = required_props,
          .desc = "librdkafka properties passed verbatim (bootstrap.servers and group.id required); required "
                  "with source: kafka"},
         {.name = NULL},

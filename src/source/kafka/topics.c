@@ -22,10 +22,10 @@ enum topic_state { TOPIC_UNKNOWN = 0, TOPIC_FOUND, TOPIC_MISSING };
 struct facts {
         const char *name;
         enum topic_state state;
-        char why[256];          /* TOPIC_UNKNOWN: why not */
-        char retention[32];     /* retention.ms as the broker returned it, "" if not */
-        char policy[64];        /* cleanup.policy */
-        int64_t max_bytes;      /* max.message.bytes, -1 if not returned */
+        char why[256];      /* TOPIC_UNKNOWN: why not */
+        char retention[32]; /* retention.ms as the broker returned it, "" if not */
+        char policy[64];    /* cleanup.policy */
+        int64_t max_bytes;  /* max.message.bytes, -1 if not returned */
 };
 
 struct check {
@@ -132,8 +132,7 @@ static void facts_from_resource(struct check *ck, const rd_kafka_ConfigResource_
 /* Describe the topics named in facts (only those in state `which`): 0, or
  * TOPICS_UNREACHABLE when no broker answered, TOPICS_INVALID when one
  * refused the request (why says what). */
-static int describe(struct check *ck, rd_kafka_t *rk, enum topic_state which, int timeout_ms, char *why,
-                    size_t whysz)
+static int describe(struct check *ck, rd_kafka_t *rk, enum topic_state which, int timeout_ms, char *why, size_t whysz)
 {
         rd_kafka_resp_err_t code = RD_KAFKA_RESP_ERR_NO_ERROR;
         rd_kafka_ConfigResource_t *res[ck->nfacts ? ck->nfacts : 1];
@@ -270,8 +269,7 @@ static void check_source(struct check *ck, const struct topic_conf *t, const str
         say(ck, TOPICS_ERROR, t->line, t->col, msg);
 }
 
-static void check_dlq(struct check *ck, enum topics_mode mode, const struct topic_conf *t,
-                      const struct facts *d)
+static void check_dlq(struct check *ck, enum topics_mode mode, const struct topic_conf *t, const struct facts *d)
 {
         char msg[1200];
         int64_t need = dlq_need(t);
@@ -298,8 +296,8 @@ static void check_dlq(struct check *ck, enum topics_mode mode, const struct topi
                          "raise it (kafka-configs.sh --bootstrap-server %s --alter --entity-type topics "
                          "--entity-name %s --add-config max.message.bytes=%" PRId64 ") or set "
                          "max_payload_bytes to at most %" PRId64,
-                         t->dlq_topic, d->max_bytes, t->name, t->max_payload_bytes, need,
-                         kafka_bootstrap(ck->cfg), t->dlq_topic, need, d->max_bytes - TOPICS_DLQ_HEADROOM);
+                         t->dlq_topic, d->max_bytes, t->name, t->max_payload_bytes, need, kafka_bootstrap(ck->cfg),
+                         t->dlq_topic, need, d->max_bytes - TOPICS_DLQ_HEADROOM);
                 say(ck, TOPICS_ERROR, t->line, t->col, msg);
         }
 }
@@ -314,16 +312,15 @@ static void check_retention(struct check *ck, const struct topic_conf *t, const 
                 snprintf(msg, sizeof(msg),
                          "could not read retention.ms of topic %s: %s (the topic's retention is not "
                          "checked against class '%s')",
-                         t->name, src->state == TOPIC_UNKNOWN ? src->why : "the broker did not return it",
-                         c->name);
+                         t->name, src->state == TOPIC_UNKNOWN ? src->why : "the broker did not return it", c->name);
                 say(ck, TOPICS_WARN, c->line, c->col, msg);
                 return;
         }
         errno = 0;
         long long ms = strtoll(src->retention, &end, 10);
         if (errno || end == src->retention || *end) {
-                snprintf(msg, sizeof(msg), "could not read retention.ms of topic %s: the broker returned '%s'",
-                         t->name, src->retention);
+                snprintf(msg, sizeof(msg), "could not read retention.ms of topic %s: the broker returned '%s'", t->name,
+                         src->retention);
                 say(ck, TOPICS_WARN, c->line, c->col, msg);
                 return;
         }
@@ -333,8 +330,8 @@ static void check_retention(struct check *ck, const struct topic_conf *t, const 
         if (retention_compare(&h, c, ms, src->policy[0] ? src->policy : NULL, msg, sizeof(msg)))
                 say(ck, TOPICS_ERROR, c->line, c->col, msg);
         else
-                log_debug("topics", "topic %s: retention.ms=%lld, class '%s' keeps keys long enough", t->name,
-                          ms, c->name);
+                log_debug("topics", "topic %s: retention.ms=%lld, class '%s' keeps keys long enough", t->name, ms,
+                          c->name);
 }
 
 /* The broker answered but would not describe the topics (an ACL, say): say
@@ -389,7 +386,8 @@ static void bootstrap_pos(const struct config *cfg, int *line, int *col)
         const struct config_kvs *props = kafka_props(cfg);
         *line = *col = 0;
         for (size_t i = 0; i < props->n; i++)
-                if (!strcmp(props->v[i].name, "bootstrap.servers") || !strcmp(props->v[i].name, "metadata.broker.list")) {
+                if (!strcmp(props->v[i].name, "bootstrap.servers") ||
+                    !strcmp(props->v[i].name, "metadata.broker.list")) {
                         *line = props->v[i].line;
                         *col = props->v[i].col;
                 }
@@ -428,9 +426,8 @@ static enum topics_rc unreachable(struct check *ck, rd_kafka_t *rk, int timeout_
         return rc;
 }
 
-enum topics_rc topics_check(const struct config *cfg, enum topics_mode mode, int timeout_ms,
-                 topics_report_cb *report, void *opaque, int64_t *dlq_max_bytes, char *err,
-                 size_t errsz)
+enum topics_rc topics_check(const struct config *cfg, enum topics_mode mode, int timeout_ms, topics_report_cb *report,
+                            void *opaque, int64_t *dlq_max_bytes, char *err, size_t errsz)
 {
         struct check ck = {.cfg = cfg, .report = report, .opaque = opaque, .err = err, .errsz = errsz};
         rd_kafka_t *rk = NULL;

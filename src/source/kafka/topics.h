@@ -19,8 +19,8 @@
 enum topics_severity { TOPICS_WARN = 1, TOPICS_ERROR = 2 };
 
 /** A problem found, located in the config (file:line:column). */
-typedef void(topics_report_cb)(void *opaque, enum topics_severity sev, const char *file, int line,
-                               int col, const char *msg);
+typedef void(topics_report_cb)(void *opaque, enum topics_severity sev, const char *file, int line, int col,
+                               const char *msg);
 
 enum topics_rc {
         TOPICS_OK = 0,
@@ -56,8 +56,8 @@ enum topics_mode {
  * max.message.bytes, -1 where unknown. TOPICS_INVALID when any check failed
  * (the first message in err).
  */
-enum topics_rc topics_check(const struct config *cfg, enum topics_mode mode, int timeout_ms,
-                 topics_report_cb *report, void *opaque, int64_t *dlq_max_bytes, char *err,
-                 size_t errsz) __attribute__((warn_unused_result));
+enum topics_rc topics_check(const struct config *cfg, enum topics_mode mode, int timeout_ms, topics_report_cb *report,
+                            void *opaque, int64_t *dlq_max_bytes, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
 
 #endif

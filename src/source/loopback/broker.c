@@ -29,8 +29,8 @@ static int sink(struct broker_run *r, struct sink *out, char *err, size_t errsz)
         return 0;
 }
 
-static struct source *source(struct broker_run *r, struct source_events ev, int64_t deadline_ms,
-                             int startup_timeout_ms, char *err, size_t errsz)
+static struct source *source(struct broker_run *r, struct source_events ev, int64_t deadline_ms, int startup_timeout_ms,
+                             char *err, size_t errsz)
 {
         (void)deadline_ms, (void)startup_timeout_ms, (void)err, (void)errsz;
         return loopback_source((struct loopback *)r, ev);
@@ -44,8 +44,8 @@ static enum broker_check check(const struct config *cfg, struct broker_report *r
         return BROKER_CHECK_OK;
 }
 
-static int lag(struct store *s, const struct config *cfg, FILE *out, int expect_caught_up,
-               broker_finding_fn finding, void *opaque, char *err, size_t errsz)
+static int lag(struct store *s, const struct config *cfg, FILE *out, int expect_caught_up, broker_finding_fn finding,
+               void *opaque, char *err, size_t errsz)
 {
         (void)s, (void)cfg, (void)expect_caught_up, (void)finding, (void)opaque, (void)err, (void)errsz;
         fprintf(out, "\nlag: not measured (the loopback broker lives in one process)\n");

@@ -85,10 +85,17 @@ static struct pl_msg *msg_make(struct loopback *lb, size_t pi, const struct lb_e
         struct lb_part *p = &lb->parts[pi];
         struct lb_msg *lm = xcalloc(1, sizeof(*lm));
         lm->part = pi;
-        lm->m = (struct pl_msg){.topic_idx = p->topic_idx, .topic = lb->cfg->topics[p->topic_idx].name,
-                                .partition = p->partition, .offset = e->offset, .timestamp_ms = e->timestamp_ms,
-                                .key = e->key, .key_len = e->key ? strlen(e->key) : 0, .value = e->value,
-                                .value_len = strlen(e->value), .headers = e->headers, .header_cnt = e->header_cnt,
+        lm->m = (struct pl_msg){.topic_idx = p->topic_idx,
+                                .topic = lb->cfg->topics[p->topic_idx].name,
+                                .partition = p->partition,
+                                .offset = e->offset,
+                                .timestamp_ms = e->timestamp_ms,
+                                .key = e->key,
+                                .key_len = e->key ? strlen(e->key) : 0,
+                                .value = e->value,
+                                .value_len = strlen(e->value),
+                                .headers = e->headers,
+                                .header_cnt = e->header_cnt,
                                 .source = lm};
         p->st.position = e->offset + 1;
         p->st.handed++;

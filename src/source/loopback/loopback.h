@@ -30,19 +30,19 @@ struct loopback;
 
 /** What the runner did to one partition, as the broker saw it. */
 struct loopback_part_state {
-        int assigned;      /* this consumer owns it */
-        int paused;        /* as the runner last said */
-        int awaiting;      /* started SOURCE_START_LATER, not sought since */
-        int64_t acked;     /* the committed next offset (ack): LOOPBACK_NONE when never acked */
-        int64_t started;   /* the start the runner gave at the last assignment (an offset or SOURCE_START_*) */
-        int64_t sought;    /* the last seek's start (an offset or SOURCE_START_BROKER); LOOPBACK_NONE: none */
-        int64_t position;  /* the next offset it would hand over */
+        int assigned;     /* this consumer owns it */
+        int paused;       /* as the runner last said */
+        int awaiting;     /* started SOURCE_START_LATER, not sought since */
+        int64_t acked;    /* the committed next offset (ack): LOOPBACK_NONE when never acked */
+        int64_t started;  /* the start the runner gave at the last assignment (an offset or SOURCE_START_*) */
+        int64_t sought;   /* the last seek's start (an offset or SOURCE_START_BROKER); LOOPBACK_NONE: none */
+        int64_t position; /* the next offset it would hand over */
         unsigned pauses, resumes, seeks, acks;
         unsigned acks_backwards; /* acks below what was acked before (never right) */
-        size_t handed;      /* messages handed over (poll) */
-        size_t released;    /* given back (release) */
-        size_t done;        /* reported committed one by one (done) */
-        size_t outstanding; /* handed over and not given back */
+        size_t handed;           /* messages handed over (poll) */
+        size_t released;         /* given back (release) */
+        size_t done;             /* reported committed one by one (done) */
+        size_t outstanding;      /* handed over and not given back */
 };
 
 /** A dead letter as the sink received it. */

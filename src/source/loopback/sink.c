@@ -20,11 +20,13 @@ static void dead_add(struct loopback *lb, const char *dlq_topic, const struct pl
 {
         const struct pl_msg *m = dl->msg;
         lb->dead = xrealloc(lb->dead, (lb->dead_cnt + 1) * sizeof(*lb->dead));
-        lb->dead[lb->dead_cnt++] = (struct loopback_dead){
-                .dlq_topic = xstrdup(dlq_topic), .topic = xstrdup(m->topic), .partition = m->partition,
-                .offset = m->offset, .idem_key = dl->idem_key ? xstrdup(dl->idem_key) : NULL,
-                .reason = xstrdup(dl->reason),
-                .value = text_dup(m->value, m->value_len)};
+        lb->dead[lb->dead_cnt++] = (struct loopback_dead){.dlq_topic = xstrdup(dlq_topic),
+                                                          .topic = xstrdup(m->topic),
+                                                          .partition = m->partition,
+                                                          .offset = m->offset,
+                                                          .idem_key = dl->idem_key ? xstrdup(dl->idem_key) : NULL,
+                                                          .reason = xstrdup(dl->reason),
+                                                          .value = text_dup(m->value, m->value_len)};
 }
 
 static int dead_letter(void *opaque, const char *dlq_topic, const char *ns, const struct pl_dead_letter *letters,
@@ -51,9 +53,11 @@ static void publish(void *opaque, const struct record *recs, size_t n, struct si
                 out[i].fate = lb->fate;
                 snprintf(out[i].reason, sizeof(out[i].reason), "%s", lb->fate == SINK_ACKED ? "" : lb->fate_why);
                 lb->pubs = xrealloc(lb->pubs, (lb->pub_cnt + 1) * sizeof(*lb->pubs));
-                lb->pubs[lb->pub_cnt++] = (struct loopback_pub){
-                        .topic = xstrdup(recs[i].topic), .key = text_dup(recs[i].key, recs[i].key ? recs[i].key_len : 0),
-                        .value = text_dup(recs[i].value, recs[i].value ? recs[i].value_len : 0), .fate = lb->fate};
+                lb->pubs[lb->pub_cnt++] =
+                        (struct loopback_pub){.topic = xstrdup(recs[i].topic),
+                                              .key = text_dup(recs[i].key, recs[i].key ? recs[i].key_len : 0),
+                                              .value = text_dup(recs[i].value, recs[i].value ? recs[i].value_len : 0),
+                                              .fate = lb->fate};
         }
         pthread_mutex_unlock(&lb->lock);
 }

@@ -201,8 +201,8 @@ void loopback_set_connected(struct loopback *lb, int up, const char *why)
 struct loopback_part_state loopback_part(const struct loopback *lb, const char *topic, int32_t partition)
 {
         const struct lb_part *p = lb_part_find(lb, lb_topic_idx(lb, topic), partition);
-        struct loopback_part_state none = {.acked = LOOPBACK_NONE, .sought = LOOPBACK_NONE,
-                                           .started = SOURCE_START_BROKER};
+        struct loopback_part_state none = {
+                .acked = LOOPBACK_NONE, .sought = LOOPBACK_NONE, .started = SOURCE_START_BROKER};
         return p ? p->st : none;
 }
 

@@ -59,8 +59,8 @@ static int sink(struct broker_run *r, struct sink *out, char *err, size_t errsz)
         return 0;
 }
 
-static struct source *source(struct broker_run *r, struct source_events ev, int64_t deadline_ms,
-                             int startup_timeout_ms, char *err, size_t errsz)
+static struct source *source(struct broker_run *r, struct source_events ev, int64_t deadline_ms, int startup_timeout_ms,
+                             char *err, size_t errsz)
 {
         char why[1024];
         struct source *src = nats_source_new(r->cfg, &r->link, ev, why, sizeof(why));

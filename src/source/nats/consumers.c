@@ -23,8 +23,9 @@ static enum nats_check_rc stream_info(struct nats_link *l, const struct config *
         char what[320];
         natsStatus s = js_GetStreamInfo(si, l->js, nats_conf(cfg)->stream, NULL, &jerr);
         if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
-                snprintf(err, errsz, "nats.stream %s does not exist on %s: create it (its subjects must include "
-                                     "every topics[].name)",
+                snprintf(err, errsz,
+                         "nats.stream %s does not exist on %s: create it (its subjects must include "
+                         "every topics[].name)",
                          nats_conf(cfg)->stream, l->server);
                 return NATS_CHECK_FAILED;
         }
@@ -141,10 +142,7 @@ static natsStatus info(struct nats_link *l, const struct config *cfg, size_t t, 
         return js_GetConsumerInfo(ci, l->js, nats_conf(cfg)->stream, name, NULL, jerr);
 }
 
-static int not_found(natsStatus s, jsErrCode jerr)
-{
-        return s == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr;
-}
+static int not_found(natsStatus s, jsErrCode jerr) { return s == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr; }
 
 enum nats_check_rc nats_consumer_reset(struct nats_link *l, const struct config *cfg, size_t t, int64_t start,
                                        int64_t *first, char *err, size_t errsz)
@@ -172,13 +170,17 @@ static int not_ours(const jsConsumerInfo *ci, const char *subject, char *err, si
 {
         const jsConsumerConfig *cc = ci->Config;
         if (cc && cc->DeliverSubject && *cc->DeliverSubject) {
-                snprintf(err, errsz, "consumer %s is a push consumer (deliver subject %s): dedupd pulls; delete it, "
-                         "or name dedupd's consumers otherwise (nats.durable)", ci->Name, cc->DeliverSubject);
+                snprintf(err, errsz,
+                         "consumer %s is a push consumer (deliver subject %s): dedupd pulls; delete it, "
+                         "or name dedupd's consumers otherwise (nats.durable)",
+                         ci->Name, cc->DeliverSubject);
                 return 1;
         }
         if (cc && cc->FilterSubject && *cc->FilterSubject && strcmp(cc->FilterSubject, subject)) {
-                snprintf(err, errsz, "consumer %s takes subject %s, not %s: delete it, or name dedupd's consumers "
-                         "otherwise (nats.durable)", ci->Name, cc->FilterSubject, subject);
+                snprintf(err, errsz,
+                         "consumer %s takes subject %s, not %s: delete it, or name dedupd's consumers "
+                         "otherwise (nats.durable)",
+                         ci->Name, cc->FilterSubject, subject);
                 return 1;
         }
         return 0;
@@ -228,8 +230,9 @@ enum nats_check_rc nats_consumer_ensure(struct nats_link *l, const struct config
         else if (!in_flight)
                 at = (int64_t)delivered + 1;
         else {
-                log_info("nats", "consumer %s: %" PRId64 " delivered, none acknowledged yet: they are delivered "
-                                 "again after ack_wait",
+                log_info("nats",
+                         "consumer %s: %" PRId64 " delivered, none acknowledged yet: they are delivered "
+                         "again after ack_wait",
                          name, in_flight);
                 return NATS_CHECK_OK;
         }
@@ -240,8 +243,9 @@ enum nats_check_rc nats_consumer_ensure(struct nats_link *l, const struct config
                 return NATS_CHECK_OK;
         /* A dead predecessor's deliveries would come back only after ack_wait:
          * start again now (what was committed comes back and is absorbed). */
-        log_info("nats", "consumer %s: acknowledged up to %" PRIu64 ", delivered up to %" PRIu64 ", %" PRId64
-                         " in flight, the database at %" PRId64 ": creating it again at stream sequence %" PRId64,
+        log_info("nats",
+                 "consumer %s: acknowledged up to %" PRIu64 ", delivered up to %" PRIu64 ", %" PRId64
+                 " in flight, the database at %" PRId64 ": creating it again at stream sequence %" PRId64,
                  name, floor, delivered, in_flight, start, at);
         return nats_consumer_reset(l, cfg, t, at, NULL, err, errsz);
 }
@@ -257,16 +261,19 @@ enum nats_check_rc nats_consumer_state(struct nats_link *l, const struct config 
                 return NATS_CHECK_OK;
         if (s != NATS_OK)
                 return failed(s, jerr, "consumer info", err, errsz);
-        *st = (struct nats_consumer_state){.found = 1, .ack_floor = ci->AckFloor.Stream,
-                                           .delivered = ci->Delivered.Stream, .pending = ci->NumPending,
-                                           .ack_pending = ci->NumAckPending, .waiting = ci->NumWaiting};
+        *st = (struct nats_consumer_state){.found = 1,
+                                           .ack_floor = ci->AckFloor.Stream,
+                                           .delivered = ci->Delivered.Stream,
+                                           .pending = ci->NumPending,
+                                           .ack_pending = ci->NumAckPending,
+                                           .waiting = ci->NumWaiting};
         jsConsumerInfo_Destroy(ci);
         return NATS_CHECK_OK;
 }
 
 /* The time of the first message at or after seq (and its sequence), or 0 past the end. */
-static int time_at(struct nats_link *l, const struct config *cfg, uint64_t *seq, uint64_t last, int64_t *ns,
-                   char *err, size_t errsz)
+static int time_at(struct nats_link *l, const struct config *cfg, uint64_t *seq, uint64_t last, int64_t *ns, char *err,
+                   size_t errsz)
 {
         for (; *seq <= last; (*seq)++) {
                 natsMsg *m = NULL;
@@ -285,16 +292,15 @@ static int time_at(struct nats_link *l, const struct config *cfg, uint64_t *seq,
         return 0; /* deleted up to the end */
 }
 
-enum nats_check_rc nats_seq_at_time(struct nats_link *l, const struct config *cfg, int64_t ms, int64_t *seq,
-                                    char *err, size_t errsz)
+enum nats_check_rc nats_seq_at_time(struct nats_link *l, const struct config *cfg, int64_t ms, int64_t *seq, char *err,
+                                    size_t errsz)
 {
         jsStreamInfo *si = NULL;
         jsErrCode jerr = 0;
         natsStatus s = js_GetStreamInfo(&si, l->js, nats_conf(cfg)->stream, NULL, &jerr);
         if (s != NATS_OK)
                 return failed(s, jerr, "stream info", err, errsz);
-        uint64_t lo = si->State.FirstSeq ? si->State.FirstSeq : 1, hi = si->State.LastSeq + 1,
-                 last = si->State.LastSeq;
+        uint64_t lo = si->State.FirstSeq ? si->State.FirstSeq : 1, hi = si->State.LastSeq + 1, last = si->State.LastSeq;
         jsStreamInfo_Destroy(si);
         /* A stream's timestamps do not go down with its sequence: the first at or after ms. */
         while (lo < hi) {

@@ -54,8 +54,8 @@ enum nats_check_rc nats_consumer_reset(struct nats_link *l, const struct config 
 
 /** The stream sequence of the first message at or after ms (epoch
  *  milliseconds; past the last message: the next sequence). */
-enum nats_check_rc nats_seq_at_time(struct nats_link *l, const struct config *cfg, int64_t ms, int64_t *seq,
-                                    char *err, size_t errsz);
+enum nats_check_rc nats_seq_at_time(struct nats_link *l, const struct config *cfg, int64_t ms, int64_t *seq, char *err,
+                                    size_t errsz);
 
 /** What the server says of topic t's consumer; found is 0 when it does not exist. */
 struct nats_consumer_state {

@@ -61,7 +61,8 @@ static int subject_ok(const struct record *rec, char *why, size_t whysz)
         const char *s = rec->topic ? rec->topic : "";
         size_t n = strlen(s);
         if (!n || n > NATS_SUBJECT_MAX || !utf8_text_ok(s, n)) {
-                snprintf(why, whysz, "a NATS subject is UTF-8 text of 1 to %d bytes (this one: %zu)", NATS_SUBJECT_MAX, n);
+                snprintf(why, whysz, "a NATS subject is UTF-8 text of 1 to %d bytes (this one: %zu)", NATS_SUBJECT_MAX,
+                         n);
                 return -1;
         }
         if (*s == '$') {

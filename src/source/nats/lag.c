@@ -45,10 +45,11 @@ static int one(struct nats_link *l, struct store *s, const struct config *cfg, F
                 snprintf(dbs, sizeof(dbs), "%" PRId64, db);
         int behind = last && (db < 0 || (uint64_t)db <= last);
         fprintf(out, "  %-28s %12" PRIu64 " %12s %12" PRIu64 " %10" PRIu64 " %10" PRId64 "\n", topic, last, dbs,
-               st.ack_floor, st.pending, st.ack_pending);
+                st.ack_floor, st.pending, st.ack_pending);
         if (expect && (behind || st.pending || st.ack_pending)) {
-                snprintf(line, sizeof(line), "lag: %s is not caught up: last sequence %" PRIu64 ", dedupd at %s, "
-                                             "consumer: %" PRIu64 " not delivered, %" PRId64 " unacknowledged",
+                snprintf(line, sizeof(line),
+                         "lag: %s is not caught up: last sequence %" PRIu64 ", dedupd at %s, "
+                         "consumer: %" PRIu64 " not delivered, %" PRId64 " unacknowledged",
                          topic, last, dbs, st.pending, st.ack_pending);
                 finding(opaque, line);
         }
@@ -56,14 +57,14 @@ static int one(struct nats_link *l, struct store *s, const struct config *cfg, F
 }
 
 int nats_lag(struct store *s, const struct config *cfg, FILE *out, int expect_caught_up,
-                    void (*finding)(void *opaque, const char *line), void *opaque, char *err, size_t errsz)
+             void (*finding)(void *opaque, const char *line), void *opaque, char *err, size_t errsz)
 {
         struct nats_link l;
         int rc = 0;
         if (nats_link_open(&l, cfg, err, errsz))
                 return -1;
         fprintf(out, "\nlag (stream %s: the subject's last sequence, dedupd's next one, the consumer's backlog)\n",
-               nats_conf(cfg)->stream);
+                nats_conf(cfg)->stream);
         fprintf(out, "  %-28s %12s %12s %12s %10s %10s\n", "subject", "last", "dedupd", "acked", "pending", "unacked");
         for (size_t t = 0; t < cfg->topic_cnt && !rc; t++)
                 rc = one(&l, s, cfg, out, t, expect_caught_up, finding, opaque, err, errsz);

@@ -11,6 +11,6 @@
  *  handed to finding (one line each). -1 with err when a server or the
  *  database did not answer. */
 int nats_lag(struct store *s, const struct config *cfg, FILE *out, int expect_caught_up,
-                    void (*finding)(void *opaque, const char *line), void *opaque, char *err, size_t errsz);
+             void (*finding)(void *opaque, const char *line), void *opaque, char *err, size_t errsz);
 
 #endif

@@ -135,10 +135,10 @@ static void publish(void *opaque, const struct record *recs, size_t n, struct si
 /* The original's headers and body, and dedupd's: why, from where, which key. */
 /* How a dead letter is cut when the whole does not fit the server's max_payload. */
 struct cut {
-        size_t keep;     /* bytes of the value kept */
-        int bare;        /* the original's headers and value left out: dedupd's headers only */
-        char note[320];  /* dedupd.truncated */
-        char size[24];   /* dedupd.original.size */
+        size_t keep;    /* bytes of the value kept */
+        int bare;       /* the original's headers and value left out: dedupd's headers only */
+        char note[320]; /* dedupd.truncated */
+        char size[24];  /* dedupd.original.size */
 };
 
 /* The original's headers and body (or what cut keeps of them), and dedupd's:
@@ -212,20 +212,21 @@ static natsStatus letter_cut(const struct nats_publisher *p, natsMsg **out, cons
         natsMsg_Destroy(probe);
         if ((int64_t)hdrs + 64 < max) {
                 c->keep = (size_t)(max - (int64_t)hdrs - 64);
-                snprintf(c->note, sizeof(c->note), "value cut to its first %zu of %zu bytes: the server takes messages of "
-                         "at most %" PRId64 " bytes (max_payload); the whole message stays at its origin", c->keep,
-                         pm->value_len, max);
+                snprintf(c->note, sizeof(c->note),
+                         "value cut to its first %zu of %zu bytes: the server takes messages of "
+                         "at most %" PRId64 " bytes (max_payload); the whole message stays at its origin",
+                         c->keep, pm->value_len, max);
         } else {
                 c->bare = 1;
-                snprintf(c->note, sizeof(c->note), "headers and value left out (%zu-byte value): the message does not fit "
+                snprintf(c->note, sizeof(c->note),
+                         "headers and value left out (%zu-byte value): the message does not fit "
                          "the server's max_payload (%" PRId64 " bytes); the whole message stays at its origin",
                          pm->value_len, max);
         }
         return letter_of(p, out, dl, subject, ns, c);
 }
 
-static int terminate(struct nats_publisher *p, const struct pl_dead_letter *letters, size_t n, char *err,
-                     size_t errsz)
+static int terminate(struct nats_publisher *p, const struct pl_dead_letter *letters, size_t n, char *err, size_t errsz)
 {
         for (size_t i = 0; i < n; i++) {
                 const struct pl_msg *m = letters[i].msg;
@@ -272,10 +273,7 @@ struct nats_publisher *nats_publisher_new(struct nats_link *link, const struct c
         return p;
 }
 
-void nats_publisher_free(struct nats_publisher *p)
-{
-        free(p);
-}
+void nats_publisher_free(struct nats_publisher *p) { free(p); }
 
 struct sink nats_sink(struct nats_publisher *p)
 {

@@ -17,5 +17,4 @@ void nats_publisher_free(struct nats_publisher *p);
  *  PubAck awaited), or are terminated (AckTerm) when it is empty. */
 struct sink nats_sink(struct nats_publisher *p);
 
-
 #endif

@@ -27,8 +27,9 @@ static enum replay_rc usage(const struct config *cfg, const struct replay_opts *
                 return REPLAY_USAGE;
         }
         if (o->reproduce) {
-                snprintf(err, errsz, "--reproduce publishes records again on Kafka only; with source: nats, move "
-                                     "the consumer back (--to-beginning, --to-offset SEQ or --to-time TIME)");
+                snprintf(err, errsz,
+                         "--reproduce publishes records again on Kafka only; with source: nats, move "
+                         "the consumer back (--to-beginning, --to-offset SEQ or --to-time TIME)");
                 return REPLAY_USAGE;
         }
         for (size_t i = 0; i < o->partition_cnt; i++)
@@ -51,8 +52,9 @@ static enum replay_rc refuse_if_pulled(struct nats_link *l, const struct config 
                 if (nats_consumer_state(l, cfg, t, st, err, errsz) != NATS_CHECK_OK)
                         return REPLAY_FAILED;
                 if (st->waiting > 0) {
-                        snprintf(err, errsz, "consumer %s of stream %s has %" PRId64 " pull request(s) waiting: a "
-                                             "dedupd is consuming it; stop it first",
+                        snprintf(err, errsz,
+                                 "consumer %s of stream %s has %" PRId64 " pull request(s) waiting: a "
+                                 "dedupd is consuming it; stop it first",
                                  name, nats_conf(cfg)->stream, st->waiting);
                         return REPLAY_FAILED;
                 }
@@ -75,8 +77,7 @@ static void plan(const struct config *cfg, const struct replay_opts *o, size_t t
         printf("stream %s, consumer %s, namespace %s, subject %s: reset to %s\n", nats_conf(cfg)->stream, name,
                cfg->namespace, o->topic, target);
         if (st->found)
-                printf("  consumer: acknowledged up to %" PRIu64 ", delivered up to %" PRIu64 ", %" PRIu64
-                       " pending\n",
+                printf("  consumer: acknowledged up to %" PRIu64 ", delivered up to %" PRIu64 ", %" PRIu64 " pending\n",
                        st->ack_floor, st->delivered, st->pending);
         else
                 printf("  consumer: none yet\n");
@@ -104,8 +105,9 @@ static enum replay_rc move(struct nats_link *l, struct store *s, const struct co
                 return REPLAY_FAILED;
         if (store_offsets_set(s, cfg->namespace, o->topic, 1, &part, &first, tmp, sizeof(tmp)) ||
             store_commit(s, tmp, sizeof(tmp)) != STORE_OK) {
-                snprintf(err, errsz, "the consumer was moved back to stream sequence %" PRId64 " but dedupd.offsets "
-                                     "was not (%s); dedupd replays from the consumer anyway",
+                snprintf(err, errsz,
+                         "the consumer was moved back to stream sequence %" PRId64 " but dedupd.offsets "
+                         "was not (%s); dedupd replays from the consumer anyway",
                          first, tmp);
                 return REPLAY_FAILED;
         }

@@ -9,7 +9,10 @@
 #define NOFF(m) offsetof(struct nats_settings, m)
 
 static const struct field dlq_fields[] = {
-        {.name = "subject", .type = F_STR, .off = NOFF(dlq_subject), .def = "",
+        {.name = "subject",
+         .type = F_STR,
+         .off = NOFF(dlq_subject),
+         .def = "",
          .desc = "Subject unkeyable messages are published to (with dedupd.* headers giving the reason; a stream "
                  "must capture it: the PubAck is awaited before the original is acked); empty: they are "
                  "terminated (AckTerm) and stay in the stream, the reason logged"},
@@ -17,26 +20,57 @@ static const struct field dlq_fields[] = {
 };
 
 static const struct field fields[] = {
-        {.name = "url", .importance = 1, .type = F_STR, .off = NOFF(url), .def = "nats://127.0.0.1:4222", .secret = 1,
+        {.name = "url",
+         .importance = 1,
+         .type = F_STR,
+         .off = NOFF(url),
+         .def = "nats://127.0.0.1:4222",
+         .secret = 1,
          .desc = "NATS server URL(s), comma-separated; may carry user:password@ (never logged)"},
-        {.name = "stream", .importance = 1, .type = F_STR, .off = NOFF(stream), .def = "",
+        {.name = "stream",
+         .importance = 1,
+         .type = F_STR,
+         .off = NOFF(stream),
+         .def = "",
          .desc = "The JetStream stream whose subjects are the topics[].name; required with source: nats, and "
                  "it must exist"},
-        {.name = "durable", .importance = 3, .type = F_STR, .off = NOFF(durable), .def = "",
+        {.name = "durable",
+         .importance = 3,
+         .type = F_STR,
+         .off = NOFF(durable),
+         .def = "",
          .desc = "Durable pull consumer name prefix; each topic's consumer is <durable>-<subject> (. * > as _); "
                  "empty: dedupd-<namespace>"},
-        {.name = "max_ack_pending", .type = F_INT, .off = NOFF(max_ack_pending), .def = "1000", .min = 1,
+        {.name = "max_ack_pending",
+         .type = F_INT,
+         .off = NOFF(max_ack_pending),
+         .def = "1000",
+         .min = 1,
          .max = 1000000,
          .desc = "Unacknowledged messages the server lets one consumer hold; bounds a batch (batch.max_messages "
                  "may not exceed it)"},
-        {.name = "ack_wait_ms", .type = F_INT, .off = NOFF(ack_wait_ms), .def = "30000", .min = 1000,
+        {.name = "ack_wait_ms",
+         .type = F_INT,
+         .off = NOFF(ack_wait_ms),
+         .def = "30000",
+         .min = 1000,
          .max = 3600000,
          .desc = "How long the server waits for an ack before redelivering; keep it above batch.timeout_ms"},
-        {.name = "creds_file", .type = F_STR, .off = NOFF(creds_file), .def = "",
+        {.name = "creds_file",
+         .type = F_STR,
+         .off = NOFF(creds_file),
+         .def = "",
          .desc = "NATS credentials file (JWT and seed); empty: none"},
-        {.name = "token", .type = F_STR, .off = NOFF(token), .def = "", .secret = 1,
+        {.name = "token",
+         .type = F_STR,
+         .off = NOFF(token),
+         .def = "",
+         .secret = 1,
          .desc = "Authentication token (never logged); put it in ${ENV}"},
-        {.name = "tls_ca", .type = F_STR, .off = NOFF(tls_ca), .def = "",
+        {.name = "tls_ca",
+         .type = F_STR,
+         .off = NOFF(tls_ca),
+         .def = "",
          .desc = "CA certificates file: set, the connection uses TLS and verifies the server with it"},
         {.name = "dead_letter", .type = F_SECTION, .sub = dlq_fields, .desc = "Where unkeyable messages go"},
         {.name = NULL},
@@ -47,10 +81,7 @@ static const struct field rows[] = {
         {.name = NULL},
 };
 
-const struct nats_settings *nats_conf(const struct config *cfg)
-{
-        return config_settings_of(cfg, &nats_config);
-}
+const struct nats_settings *nats_conf(const struct config *cfg) { return config_settings_of(cfg, &nats_config); }
 
 /* A topic's dead letters: the subject, or terminated in the stream; what
  * Kafka calls dead_letter.topic is refused, batches must fit max_ack_pending. */

@@ -5,15 +5,15 @@
 #include "base/config_impl.h"
 
 struct nats_settings {
-        char *url;            /* secret: it may carry user:password or a token */
+        char *url; /* secret: it may carry user:password or a token */
         char *stream;
-        char *durable;        /* "" : dedupd-<namespace> */
+        char *durable; /* "" : dedupd-<namespace> */
         int max_ack_pending;
         int ack_wait_ms;
         char *creds_file;
         char *token;
         char *tls_ca;
-        char *dlq_subject;    /* "" : unkeyable messages are terminated (AckTerm) */
+        char *dlq_subject; /* "" : unkeyable messages are terminated (AckTerm) */
 };
 
 /** NATS as the configuration knows it (its row in the broker table). */

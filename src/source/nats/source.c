@@ -33,7 +33,7 @@ struct ntopic {
         natsMsg **fetched; /* room for cap */
         int cap, count;    /* count: in fetched */
         int next;          /* the first of fetched not handed over */
-        long held; /* handed over, not yet given back */
+        long held;         /* handed over, not yet given back */
         int paused;
 };
 
@@ -96,7 +96,8 @@ static struct pl_msg *msg_wrap(const struct config *cfg, natsMsg *nm, size_t t)
 {
         jsMsgMetaData *meta = NULL;
         if (natsMsg_GetMetaData(&meta, nm) != NATS_OK) {
-                log_error("nats", "a message on %s without JetStream metadata: not handed over", natsMsg_GetSubject(nm));
+                log_error("nats", "a message on %s without JetStream metadata: not handed over",
+                          natsMsg_GetSubject(nm));
                 natsMsg_Destroy(nm);
                 return NULL;
         }
@@ -233,7 +234,8 @@ static int settle(struct nats_source *n, char *err, size_t errsz)
         }
         n->ready = 1;
         n->ev.settled(n->ev.opaque);
-        log_info("nats", "consuming %zu subject(s) of stream %s on %s", cnt, nats_conf(n->cfg)->stream, n->link->server);
+        log_info("nats", "consuming %zu subject(s) of stream %s on %s", cnt, nats_conf(n->cfg)->stream,
+                 n->link->server);
         return 0;
 }
 
@@ -395,8 +397,8 @@ void nats_source_set_startup_deadline(struct source *src, int64_t deadline_ms, i
         of(src)->startup_timeout_ms = timeout_ms;
 }
 
-struct source *nats_source_new(const struct config *cfg, struct nats_link *link, struct source_events ev,
-                               char *err, size_t errsz)
+struct source *nats_source_new(const struct config *cfg, struct nats_link *link, struct source_events ev, char *err,
+                               size_t errsz)
 {
         struct nats_source *n = xcalloc(1, sizeof(*n));
         (void)err;

@@ -16,8 +16,8 @@
  * each topic's consumer is put there (nats_consumer_ensure) and pulled.
  * The link stays the caller's and must outlive the source.
  */
-struct source *nats_source_new(const struct config *cfg, struct nats_link *link, struct source_events ev,
-                               char *err, size_t errsz) __attribute__((warn_unused_result));
+struct source *nats_source_new(const struct config *cfg, struct nats_link *link, struct source_events ev, char *err,
+                               size_t errsz) __attribute__((warn_unused_result));
 
 /** Startup ends when every topic's consumer is in place; past deadline_ms
  *  (log_now_ms()'s clock; 0: none) failure() says why. */

@@ -51,8 +51,8 @@ static int sink(struct broker_run *r, struct sink *out, char *err, size_t errsz)
 }
 
 /* The consumer's connection is the one the publisher publishes on. */
-static struct source *source(struct broker_run *r, struct source_events ev, int64_t deadline_ms,
-                             int startup_timeout_ms, char *err, size_t errsz)
+static struct source *source(struct broker_run *r, struct source_events ev, int64_t deadline_ms, int startup_timeout_ms,
+                             char *err, size_t errsz)
 {
         (void)err;
         (void)errsz;

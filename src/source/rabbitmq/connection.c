@@ -71,16 +71,12 @@ int rmq_reply(amqp_rpc_reply_t r, const char *what, int *code, char *err, size_t
         if (code)
                 *code = 0;
         switch (r.reply_type) {
-        case AMQP_RESPONSE_NORMAL:
-                return 0;
-        case AMQP_RESPONSE_NONE:
-                snprintf(err, errsz, "%s: no reply from the broker", what);
-                return -1;
+        case AMQP_RESPONSE_NORMAL: return 0;
+        case AMQP_RESPONSE_NONE: snprintf(err, errsz, "%s: no reply from the broker", what); return -1;
         case AMQP_RESPONSE_LIBRARY_EXCEPTION:
                 snprintf(err, errsz, "%s: %s", what, amqp_error_string2(r.library_error));
                 return -1;
-        case AMQP_RESPONSE_SERVER_EXCEPTION:
-                break;
+        case AMQP_RESPONSE_SERVER_EXCEPTION: break;
         }
         if (r.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
                 const amqp_connection_close_t *m = r.reply.decoded;
@@ -117,7 +113,8 @@ static amqp_socket_t *new_socket(const struct config *cfg, amqp_connection_state
                 return sock;
         amqp_ssl_socket_set_verify_peer(sock, 1);
         amqp_ssl_socket_set_verify_hostname(sock, 1);
-        if (rmq_conf(cfg)->ca_file && *rmq_conf(cfg)->ca_file && amqp_ssl_socket_set_cacert(sock, rmq_conf(cfg)->ca_file)) {
+        if (rmq_conf(cfg)->ca_file && *rmq_conf(cfg)->ca_file &&
+            amqp_ssl_socket_set_cacert(sock, rmq_conf(cfg)->ca_file)) {
                 snprintf(err, errsz, "rabbitmq.ca_file %s: cannot be read as PEM certificates", rmq_conf(cfg)->ca_file);
                 return NULL;
         }
@@ -132,17 +129,16 @@ static amqp_rpc_reply_t login(amqp_connection_state_t conn, const struct config 
 {
         char name[256];
         snprintf(name, sizeof(name), "dedupd %s", cfg->namespace);
-        amqp_table_entry_t caps[] = {{amqp_cstring_bytes("consumer_cancel_notify"),
-                                      {.kind = AMQP_FIELD_KIND_BOOLEAN, .value.boolean = 1}}};
+        amqp_table_entry_t caps[] = {
+                {amqp_cstring_bytes("consumer_cancel_notify"), {.kind = AMQP_FIELD_KIND_BOOLEAN, .value.boolean = 1}}};
         amqp_table_entry_t props[] = {
-                {amqp_cstring_bytes("capabilities"),
-                 {.kind = AMQP_FIELD_KIND_TABLE, .value.table = {1, caps}}},
+                {amqp_cstring_bytes("capabilities"), {.kind = AMQP_FIELD_KIND_TABLE, .value.table = {1, caps}}},
                 {amqp_cstring_bytes("connection_name"),
                  {.kind = AMQP_FIELD_KIND_UTF8, .value.bytes = amqp_cstring_bytes(name)}},
         };
         amqp_table_t t = {2, props};
-        return amqp_login_with_properties(conn, info->vhost, 0, RMQ_FRAME_MAX, heartbeat_s, &t,
-                                          AMQP_SASL_METHOD_PLAIN, info->user, info->password);
+        return amqp_login_with_properties(conn, info->vhost, 0, RMQ_FRAME_MAX, heartbeat_s, &t, AMQP_SASL_METHOD_PLAIN,
+                                          info->user, info->password);
 }
 
 amqp_connection_state_t rmq_connect(const struct config *cfg, int heartbeat_s, char *err, size_t errsz)

@@ -164,8 +164,9 @@ static void connect_now(struct rmq_source *s)
                         amqp_destroy_connection(s->conn);
                 s->conn = NULL;
                 s->retry_at = log_now_ms() + s->backoff_ms;
-                s->backoff_ms = s->backoff_ms * 2 > rmq_conf(s->cfg)->reconnect_max_ms ? rmq_conf(s->cfg)->reconnect_max_ms
-                                                                                 : s->backoff_ms * 2;
+                s->backoff_ms = s->backoff_ms * 2 > rmq_conf(s->cfg)->reconnect_max_ms
+                                        ? rmq_conf(s->cfg)->reconnect_max_ms
+                                        : s->backoff_ms * 2;
                 return;
         }
         s->generation++;
@@ -256,11 +257,8 @@ static void other_frame(struct rmq_source *s)
                 lost(s, why);
                 break;
         }
-        case AMQP_BASIC_CANCEL_METHOD:
-                lost(s, "the broker cancelled the consumer (was the queue deleted?)");
-                break;
-        default:
-                break;
+        case AMQP_BASIC_CANCEL_METHOD: lost(s, "the broker cancelled the consumer (was the queue deleted?)"); break;
+        default: break;
         }
 }
 
@@ -293,8 +291,7 @@ static struct pl_msg *poll_one(struct source *src, int timeout_ms)
         if (r.reply_type == AMQP_RESPONSE_NORMAL) {
                 if (rm->env.channel >= 1 && rm->env.channel <= s->cfg->topic_cnt)
                         return wrap(s, rm);
-                log_error("rabbitmq", "a delivery on channel %u, which consumes no configured queue",
-                          rm->env.channel);
+                log_error("rabbitmq", "a delivery on channel %u, which consumes no configured queue", rm->env.channel);
                 amqp_destroy_envelope(&rm->env);
         }
         free(rm);
@@ -451,8 +448,8 @@ static int connected(struct source *src, char *why, size_t whysz)
         char target[300];
         if (s->conn)
                 return 1;
-        snprintf(why, whysz, "RabbitMQ: not connected to %s (reconnecting)%s%s", rmq_target(s->cfg, target, sizeof(target)),
-                 s->last_error[0] ? ": " : "", s->last_error);
+        snprintf(why, whysz, "RabbitMQ: not connected to %s (reconnecting)%s%s",
+                 rmq_target(s->cfg, target, sizeof(target)), s->last_error[0] ? ": " : "", s->last_error);
         return 0;
 }
 

@@ -61,8 +61,8 @@ int rmq_exchange_exists(struct rmq_exchanges *x, amqp_connection_state_t conn, a
                         return -1;
                 x->channel_open = 1;
         }
-        amqp_exchange_declare(conn, ch, amqp_cstring_bytes(name), amqp_cstring_bytes("direct"), 1 /* passive */, 0,
-                              0, 0, amqp_empty_table);
+        amqp_exchange_declare(conn, ch, amqp_cstring_bytes(name), amqp_cstring_bytes("direct"), 1 /* passive */, 0, 0,
+                              0, amqp_empty_table);
         snprintf(what, sizeof(what), "exchange '%.255s' (passive exchange.declare)", name);
         if (!rmq_check(conn, what, &code, why, whysz)) {
                 remember(x, name);

@@ -89,14 +89,12 @@ size_t rmq_props_read(const amqp_basic_properties_t *p, struct dedupd_header **o
         *out = xcalloc(sizeof(props) / sizeof(*props), sizeof(**out));
         for (size_t i = 0; i < sizeof(props) / sizeof(*props); i++)
                 if (p->_flags & props[i].flag)
-                        (*out)[n++] = (struct dedupd_header){props[i].name,
-                                                             keep_bytes(keep, props[i].v->bytes, props[i].v->len),
-                                                             props[i].v->len};
+                        (*out)[n++] = (struct dedupd_header){
+                                props[i].name, keep_bytes(keep, props[i].v->bytes, props[i].v->len), props[i].v->len};
         return n;
 }
 
-amqp_table_t rmq_headers_table(const amqp_table_t *base, const struct dedupd_header *extra, size_t n,
-                               amqp_pool_t *pool)
+amqp_table_t rmq_headers_table(const amqp_table_t *base, const struct dedupd_header *extra, size_t n, amqp_pool_t *pool)
 {
         int have = base ? base->num_entries : 0;
         amqp_table_t t = {0, NULL};

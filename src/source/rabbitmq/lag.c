@@ -9,8 +9,8 @@
 /* RabbitMQ has no offsets to compare: what is caught up is an empty queue
  * (its ready messages; the ones delivered and not yet acknowledged are not
  * counted). */
-int rmq_lag(struct store *s, const struct config *cfg, FILE *out, int expect_caught_up, broker_finding_fn finding, void *opaque,
-            char *err, size_t errsz)
+int rmq_lag(struct store *s, const struct config *cfg, FILE *out, int expect_caught_up, broker_finding_fn finding,
+            void *opaque, char *err, size_t errsz)
 {
         char line[512];
         (void)s;
@@ -28,4 +28,3 @@ int rmq_lag(struct store *s, const struct config *cfg, FILE *out, int expect_cau
         }
         return 0;
 }
-

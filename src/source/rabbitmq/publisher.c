@@ -19,13 +19,13 @@
 #include "source/rabbitmq/settings.h"
 
 #define PUB_CHANNEL 1
-#define CHECK_CHANNEL 2 /* passive declares: a refusal closes this one, not the publishing channel */
+#define CHECK_CHANNEL 2          /* passive declares: a refusal closes this one, not the publishing channel */
 #define CONFIRM_TIMEOUT_MS 15000 /* dead letters; the outbox waits outbox.publish_timeout_ms */
 
 struct rmq_publisher {
         const struct config *cfg;
-        amqp_connection_state_t conn; /* NULL: connect on next use */
-        uint64_t next_tag;            /* publish sequence number of the next message */
+        amqp_connection_state_t conn;   /* NULL: connect on next use */
+        uint64_t next_tag;              /* publish sequence number of the next message */
         struct rmq_exchanges exchanges; /* found to exist on conn */
         struct source *src;
 };
@@ -155,9 +155,7 @@ static int on_method(struct rmq_publisher *p, const amqp_frame_t *f, struct conf
                 on_confirm(c, k->delivery_tag, k->multiple, 0);
                 return 0;
         }
-        case AMQP_BASIC_RETURN_METHOD:
-                on_return(c, f->payload.method.decoded);
-                return 0;
+        case AMQP_BASIC_RETURN_METHOD: on_return(c, f->payload.method.decoded); return 0;
         case AMQP_CHANNEL_CLOSE_METHOD: {
                 const amqp_channel_close_t *k = f->payload.method.decoded;
                 snprintf(why, sizeof(why), "the broker closed the publishing channel: %u %s", k->reply_code,
@@ -170,8 +168,7 @@ static int on_method(struct rmq_publisher *p, const amqp_frame_t *f, struct conf
                          rmq_str(k->reply_text, a, sizeof(a)));
                 break;
         }
-        default:
-                return 0;
+        default: return 0;
         }
         drop(p);
         unanswered(c, why);
@@ -249,10 +246,7 @@ static int all_confirmed(const struct sink_outcome *res, size_t n, char *err, si
         return 0;
 }
 
-static amqp_bytes_t bytes_of(const void *v, size_t len)
-{
-        return (amqp_bytes_t){len, (void *)(v ? v : "")};
-}
+static amqp_bytes_t bytes_of(const void *v, size_t len) { return (amqp_bytes_t){len, (void *)(v ? v : "")}; }
 
 /* What the broker would refuse before confirming anything, or that would
  * leave a frame half sent: known here, said here. 0 fine, -1 with why. */
@@ -370,8 +364,7 @@ static size_t own_headers(struct dedupd_header *h, char nums[3][24], const struc
         return n;
 }
 
-static int reject_all(struct rmq_publisher *p, const struct pl_dead_letter *letters, size_t n, char *err,
-                      size_t errsz)
+static int reject_all(struct rmq_publisher *p, const struct pl_dead_letter *letters, size_t n, char *err, size_t errsz)
 {
         for (size_t i = 0; i < n; i++)
                 if (!p->src || rmq_source_reject(p->src, letters[i].msg, err, errsz))
@@ -400,8 +393,8 @@ static int dead_letter(void *opaque, const char *dlq_topic, const char *ns, cons
                 out[i].props = *orig;
                 out[i].props._flags |= AMQP_BASIC_HEADERS_FLAG;
                 /* The table points at h and nums: copied into the pool now. */
-                amqp_table_t t = rmq_headers_table((orig->_flags & AMQP_BASIC_HEADERS_FLAG) ? &orig->headers : NULL,
-                                                   h, k, &pool);
+                amqp_table_t t = rmq_headers_table((orig->_flags & AMQP_BASIC_HEADERS_FLAG) ? &orig->headers : NULL, h,
+                                                   k, &pool);
                 amqp_table_clone(&t, &out[i].props.headers, &pool);
         }
         struct sink_outcome *res = xcalloc(n ? n : 1, sizeof(*res));

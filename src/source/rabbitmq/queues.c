@@ -25,8 +25,10 @@ static enum rmq_check_rc check_queue(amqp_connection_state_t conn, amqp_channel_
         snprintf(what, sizeof(what), "queue %s", name);
         if (rmq_check(conn, what, &code, err, errsz)) {
                 if (code == AMQP_NOT_FOUND)
-                        snprintf(err, errsz, "queue '%s' does not exist (passive queue.declare); declare it "
-                                             "(durable) before dedupd consumes it", name);
+                        snprintf(err, errsz,
+                                 "queue '%s' does not exist (passive queue.declare); declare it "
+                                 "(durable) before dedupd consumes it",
+                                 name);
                 return code == AMQP_NOT_FOUND ? RMQ_CHECK_INVALID : RMQ_CHECK_UNREACHABLE;
         }
         if (ready)
@@ -37,8 +39,8 @@ static enum rmq_check_rc check_queue(amqp_connection_state_t conn, amqp_channel_
         return RMQ_CHECK_OK;
 }
 
-static enum rmq_check_rc check_exchange(amqp_connection_state_t conn, amqp_channel_t ch, const char *name,
-                                        char *err, size_t errsz)
+static enum rmq_check_rc check_exchange(amqp_connection_state_t conn, amqp_channel_t ch, const char *name, char *err,
+                                        size_t errsz)
 {
         int code;
         if (rmq_channel_open(conn, ch, err, errsz))
@@ -47,8 +49,10 @@ static enum rmq_check_rc check_exchange(amqp_connection_state_t conn, amqp_chann
                               amqp_empty_table);
         if (rmq_check(conn, "exchange.declare", &code, err, errsz)) {
                 if (code == AMQP_NOT_FOUND)
-                        snprintf(err, errsz, "rabbitmq.dead_letter.exchange '%s' does not exist (passive "
-                                             "exchange.declare)", name);
+                        snprintf(err, errsz,
+                                 "rabbitmq.dead_letter.exchange '%s' does not exist (passive "
+                                 "exchange.declare)",
+                                 name);
                 return code == AMQP_NOT_FOUND ? RMQ_CHECK_INVALID : RMQ_CHECK_UNREACHABLE;
         }
         return RMQ_CHECK_OK;

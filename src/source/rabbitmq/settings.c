@@ -13,7 +13,10 @@
 #define ROFF(m) offsetof(struct rmq_settings, m)
 
 static const struct field dlq_fields[] = {
-        {.name = "exchange", .type = F_STR, .off = ROFF(dlx), .def = "",
+        {.name = "exchange",
+         .type = F_STR,
+         .off = ROFF(dlx),
+         .def = "",
          .desc = "Exchange unkeyable messages are published to (unchanged, plus dedupd's reason headers; routing key: "
                  "the topic's dead_letter.topic), confirmed before the original is acked; empty: basic.reject "
                  "requeue=false to the queue's own x-dead-letter-exchange (no reason headers)"},
@@ -21,17 +24,45 @@ static const struct field dlq_fields[] = {
 };
 
 static const struct field fields[] = {
-        {.name = "url", .importance = 1, .type = F_STR, .off = ROFF(url), .secret = 1,
+        {.name = "url",
+         .importance = 1,
+         .type = F_STR,
+         .off = ROFF(url),
+         .secret = 1,
          .desc = "amqp://user:password@host:port/vhost (amqps:// for TLS); put the password in ${ENV} (never logged)"},
-        {.name = "prefetch", .type = F_INT, .off = ROFF(prefetch), .def = "1000", .min = 1, .max = 65535,
+        {.name = "prefetch",
+         .type = F_INT,
+         .off = ROFF(prefetch),
+         .def = "1000",
+         .min = 1,
+         .max = 65535,
          .desc = "basic.qos: most unacknowledged deliveries at once, which bounds a batch"},
-        {.name = "heartbeat_s", .importance = 3, .type = F_INT, .off = ROFF(heartbeat_s), .def = "30", .min = 0, .max = 3600,
+        {.name = "heartbeat_s",
+         .importance = 3,
+         .type = F_INT,
+         .off = ROFF(heartbeat_s),
+         .def = "30",
+         .min = 0,
+         .max = 3600,
          .desc = "AMQP heartbeat; a broker silent for twice this is a lost connection (0: none)"},
-        {.name = "reconnect_max_ms", .importance = 3, .type = F_INT, .off = ROFF(reconnect_max_ms), .def = "5000", .min = 10,
-         .max = 600000, .desc = "Longest wait between reconnection attempts while the broker is unreachable"},
-        {.name = "ca_file", .type = F_STR, .off = ROFF(ca_file), .def = "",
+        {.name = "reconnect_max_ms",
+         .importance = 3,
+         .type = F_INT,
+         .off = ROFF(reconnect_max_ms),
+         .def = "5000",
+         .min = 10,
+         .max = 600000,
+         .desc = "Longest wait between reconnection attempts while the broker is unreachable"},
+        {.name = "ca_file",
+         .type = F_STR,
+         .off = ROFF(ca_file),
+         .def = "",
          .desc = "With amqps://: the CA certificate (PEM) the broker's certificate is verified against"},
-        {.name = "management_url", .type = F_STR, .off = ROFF(management_url), .def = "", .secret = 1,
+        {.name = "management_url",
+         .type = F_STR,
+         .off = ROFF(management_url),
+         .def = "",
+         .secret = 1,
          .desc = "http[s]://user:password@host:port[/prefix] of the management plugin (a user with the monitoring "
                  "tag): set, each queue's message TTL is compared with its retention class; empty: not checked"},
         {.name = "dead_letter", .type = F_SECTION, .sub = dlq_fields, .desc = "Where unkeyable messages go"},
@@ -39,15 +70,15 @@ static const struct field fields[] = {
 };
 
 static const struct field rows[] = {
-        {.name = "rabbitmq", .importance = 1, .type = F_SECTION, .sub = fields,
+        {.name = "rabbitmq",
+         .importance = 1,
+         .type = F_SECTION,
+         .sub = fields,
          .desc = "RabbitMQ (source: rabbitmq); each topics[].name is a queue"},
         {.name = NULL},
 };
 
-const struct rmq_settings *rmq_conf(const struct config *cfg)
-{
-        return config_settings_of(cfg, &rabbitmq_config);
-}
+const struct rmq_settings *rmq_conf(const struct config *cfg) { return config_settings_of(cfg, &rabbitmq_config); }
 
 /* rabbitmq.management_url, when set, is an http[s] URL as curl reads it (never the URL in the message). */
 static void check_management_url(struct config_checks *w, const char *url)
@@ -88,7 +119,8 @@ static void check(struct config_checks *w, void *settings)
         if (w->cfg->workers > 1)
                 config_errors_add(w->errs, w->file, w->source_line, w->source_col,
                                   "workers: %d, but RabbitMQ consumes and publishes on one connection, which one "
-                                  "thread must own: workers must be 1", w->cfg->workers);
+                                  "thread must own: workers must be 1",
+                                  w->cfg->workers);
 }
 
 const struct config_broker rabbitmq_config = {

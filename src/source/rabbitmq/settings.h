@@ -10,7 +10,7 @@ struct rmq_settings {
         int heartbeat_s;
         int reconnect_max_ms;
         char *ca_file;
-        char *dlx; /* "": reject to the queue's own dead-letter exchange */
+        char *dlx;            /* "": reject to the queue's own dead-letter exchange */
         char *management_url; /* secret; "": the queues' message TTLs are not checked */
 };
 
