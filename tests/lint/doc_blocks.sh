@@ -8,6 +8,9 @@
 #                     cc -fsyntax-only -Wall -Werror -I include (and libpq's flags)
 #   ```yaml fragment  a part of a config, shown on its own: not checked
 #   ```c fragment     a part of a handler: not checked
+# A block of any kind on the line after <!-- file: PATH --> is PATH verbatim:
+# byte-identical to that file of the tree (so the guide cannot drift from the
+# handler its test runs).
 # The convention is the one docs/CONTRIBUTING.md states.
 set -euo pipefail
 DEDUPCTL=$1 HANDLERS=$2 ROOT=$3
@@ -17,17 +20,28 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mapfile -t files < <(printf '%s\n' README.md; find docs -name '*.md' ! -path 'docs/man/*' | sort)
 : >"$work/index"
+: >"$work/verbatim"
 
-# Each block to check as $work/N.yaml or $work/N.c, and "N<TAB>FILE:LINE" in $work/index.
+# Each block to check as $work/N.yaml or $work/N.c, and "N<TAB>FILE:LINE" in
+# $work/index; each block under a file marker as $work/vM, and
+# "M<TAB>FILE:LINE<TAB>PATH" in $work/verbatim (PATH empty: a marker with no block).
 for f in "${files[@]}"; do
-  awk -v f="$f" -v dir="$work" -v base="$(wc -l <"$work/index")" '
-    BEGIN { n = base }
-    /^```/ && !fence { fence = 1; info = substr($0, 4); out = ""
+  awk -v f="$f" -v dir="$work" -v base="$(wc -l <"$work/index")" -v vbase="$(wc -l <"$work/verbatim")" '
+    BEGIN { n = base; m = vbase }
+    function lost() { if (want != "") print ++m "\t" f ":" wantline "\t" >>(dir "/verbatim"); want = "" }
+    /^<!-- file: [^ ]+ -->$/ && !fence { lost(); want = $3; wantline = NR; next }
+    /^```/ && !fence { fence = 1; info = substr($0, 4); out = ""; vout = ""
                        if (info == "yaml" || info == "c") {
                          n++; out = dir "/" n "." info; print n "\t" f ":" NR >>(dir "/index") }
+                       if (want != "") {
+                         m++; vout = dir "/v" m; printf "" >vout
+                         print m "\t" f ":" NR "\t" want >>(dir "/verbatim"); want = "" }
                        next }
-    /^```/ && fence { fence = 0; if (out) close(out); out = ""; next }
-    fence && out { print >out }' "$f"
+    /^```/ && fence { fence = 0; if (out) close(out); if (vout) close(vout); out = vout = ""; next }
+    !fence { lost() }
+    fence && out { print >out }
+    fence && vout { print >vout }
+    END { lost() }' "$f"
 done
 
 # A value for each ${VAR} a config names, by what the variable is for.
@@ -43,6 +57,17 @@ value_for() {
 }
 
 checked=0 bad=0
+while IFS=$'\t' read -r m where path; do
+  checked=$((checked + 1))
+  if [[ -z $path ]]; then
+    echo "$where: a <!-- file: --> marker with no block on the next line" >&2; bad=$((bad + 1))
+  elif [[ ! -f $path ]]; then
+    echo "$where: the block is marked as $path, which does not exist" >&2; bad=$((bad + 1))
+  elif ! cmp -s "$path" "$work/v$m"; then
+    echo "$where: the block is not $path verbatim (copy the file into it):" >&2
+    diff "$path" "$work/v$m" | sed 's/^/  /' >&2 || true; bad=$((bad + 1))
+  fi
+done <"$work/verbatim"
 while IFS=$'\t' read -r n where; do
   checked=$((checked + 1))
   if [[ -f $work/$n.c ]]; then
@@ -70,4 +95,4 @@ if [[ $bad -gt 0 ]]; then
   echo "doc_blocks.sh: $bad of $checked blocks do not work as shown" >&2
   exit 1
 fi
-echo "doc_blocks.sh: $checked blocks (whole configs and handlers) work as shown"
+echo "doc_blocks.sh: $checked blocks (whole configs and handlers, and $(wc -l <"$work/verbatim") copies of files) work as shown"
