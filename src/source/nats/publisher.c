@@ -83,11 +83,28 @@ static natsStatus message_of(natsMsg **m, const struct record *r)
         return s;
 }
 
-/* The server is gone or did not answer; no responders, on the contrary, is
- * the server saying at once that no stream captures the subject. */
-static int no_answer(natsStatus st)
+/* No responders is the server saying at once that nothing takes the
+ * subject: no stream captures it — or JetStream itself does not answer yet (a
+ * server that just restarted recovers its streams before it serves them).
+ * The account's JetStream info tells the two apart. */
+static int jetstream_answers(struct nats_publisher *p)
 {
-        return st != NATS_NO_RESPONDERS && (nats_link_unreachable(st) || st == NATS_NOT_YET_CONNECTED);
+        jsAccountInfo *ai = NULL;
+        jsErrCode jerr = 0;
+        natsStatus s = js_GetAccountInfo(&ai, p->link->js, NULL, &jerr);
+        if (s == NATS_OK)
+                jsAccountInfo_Destroy(ai);
+        return s == NATS_OK;
+}
+
+/* The server is gone, did not answer, or its JetStream is not serving yet:
+ * the record was not refused, only not sent (it does not count towards
+ * outbox.max_failures). */
+static int no_answer(struct nats_publisher *p, natsStatus st)
+{
+        if (st == NATS_NO_RESPONDERS)
+                return !jetstream_answers(p);
+        return nats_link_unreachable(st) || st == NATS_NOT_YET_CONNECTED;
 }
 
 /* The outbox, one record at a time, each waiting at most
@@ -95,7 +112,8 @@ static int no_answer(natsStatus st)
  * Nats-Msg-Id: a stream that had it within its duplicate window answers
  * with a PubAck that says Duplicate and stores nothing. A record no stream
  * takes is refused at once (no responders) and the next goes on; a server
- * that is gone or does not answer leaves this one and the rest unsent. */
+ * that is gone, does not answer or whose JetStream is not serving yet leaves
+ * this one and the rest unsent. */
 static void publish(void *opaque, const struct record *recs, size_t n, struct sink_outcome *out)
 {
         struct nats_publisher *p = opaque;
@@ -114,7 +132,7 @@ static void publish(void *opaque, const struct record *recs, size_t n, struct si
                         out[i].fate = SINK_ACKED;
                         continue;
                 }
-                if (no_answer(st)) {
+                if (no_answer(p, st)) {
                         out[i].fate = SINK_UNSENT;
                         break;
                 }
