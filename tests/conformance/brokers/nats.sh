@@ -1,0 +1,65 @@
+# The conformance suite's NATS JetStream adapter: the b_* steps (tests/conformance/lib.sh
+# lists them) on the integration tests' NATS helpers (tests/integration/nats_lib.sh).
+. "$ROOT/tests/integration/nats_lib.sh"
+BROKER_LABEL="NATS JetStream"
+# An empty message has no JSON to read a key from.
+B_EMPTY_REASON="payload is empty"
+# A restart puts the consumer back at its acknowledged floor: a batch
+# committed but never acked is delivered again, and absorbed.
+B_REDELIVERS_COMMITTED=yes
+# What the log says when a restart finds deliveries in flight and puts the consumer back.
+B_RESUME_LINE="creating it again at stream sequence"
+
+# b_setup NAME PARTITIONS: the stream (the subject and its dead letters); NAME_B is the subject
+# (a subject is one partition: PARTITIONS does not apply)
+b_setup() {
+        NAME_B=$SUBJ
+        nats_stream
+}
+
+# b_config FILE [EXTRA_TOPIC_YAML]: the transfer handler on the subject, dead letters to DLQ_SUBJ
+b_config() { write_nats_config "$1" "  dead_letter: {subject: $DLQ_SUBJ}" "${2:-}"; }
+
+# b_produce [NAME:VALUE]... < lines: each line one message on the subject
+b_produce() { publish "$@" 2>/dev/null; }
+
+# b_count: messages in the subject
+b_count() { last_seq; }
+
+# b_committed: messages the database has committed past (its position is the next sequence)
+b_committed() { local p; p=$(progressed "$NAME_B"); echo $((p > 0 ? p - 1 : 0)); }
+
+# b_acked: the consumer's acknowledged floor
+b_acked() { consumer_field ack_floor; }
+
+# b_wait_done [SECONDS]: until the database is past the last message and nothing is unacknowledged
+b_wait_done() { nats_done "${1:-120}"; }
+
+# b_check_acked: everything acknowledged, as the server sees it
+b_check_acked() {
+        # (the floor is a stream sequence: the stream holds the dead letters too)
+        (($(consumer_field ack_floor) >= $(last_seq))) || fail "the consumer's acknowledged floor $(consumer_field ack_floor) is below the subject's last message $(last_seq)"
+        log "ok: the consumer's acknowledged floor is past the subject's last message"
+        assert_eq "$(consumer_field ack_pending)" 0 "messages left unacknowledged"
+        assert_eq "$(consumer_field pending)" 0 "messages not yet delivered"
+}
+
+# b_check_started LOG: the log says what dedupd consumes
+b_check_started() { grep -q "consuming 1 subject(s) of stream $STREAM" "$WORK/$1.log" || fail "dedupd $1 did not say what it consumes"; }
+
+# b_dead_letters OUT: each dead letter one line, "HEADERS<TAB>BODY", HEADERS "name=value;..."
+b_dead_letters() { "$NT" dump "$STREAM" "$DLQ_SUBJ" | cut -f 2- >"$1"; }
+
+# b_origin N: the headers (an extended regex) naming the Nth message published (its stream sequence)
+b_origin() { echo "(^|;)dedupd\.origin\.sequence=$1[;$TAB]"; }
+
+
+b_broker_stop() { "$DEDUPD_SERVICES" nats-stop "$1"; }
+b_broker_start() { "$DEDUPD_SERVICES" nats-start; }
+
+# b_check_reconnected LOG: the log says the server went away and came back
+b_check_reconnected() {
+        grep -q "disconnected from nats://127.0.0.1" "$WORK/$1.log" || fail "dedupd $1 did not say it lost the server"
+        grep -q "reconnected to nats://127.0.0.1" "$WORK/$1.log" || fail "dedupd $1 did not say it reconnected"
+        log "ok: the log says the server went away and came back"
+}

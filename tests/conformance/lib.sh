@@ -1,0 +1,68 @@
+# The conformance suite's shared steps: every scenario (scenarios/*.sh) is
+# written once against the broker adapter and run as `scenario.sh BROKER`
+# (kafka, nats or rabbitmq). This sources the integration tests' lib.sh
+# (a database per test, dedupd start/stop/crash, workloads, invariants), then
+# brokers/BROKER.sh, which defines the same steps for each broker:
+#   b_setup NAME PARTS       the topic/subject/queue and where its dead letters go; NAME_B its name
+#   b_config FILE [YAML]     a transfer-handler config on it (YAML: more of its topics[] entry)
+#   b_produce [N:V]... <L    each line of stdin one message, with these headers
+#   b_count                  messages produced
+#   b_committed              messages the database committed past (deliveries on RabbitMQ)
+#   b_acked                  messages the broker holds as acknowledged
+#   b_wait_done [SECONDS]    until every message is committed and acknowledged
+#   b_check_acked            assert nothing is left unacknowledged, as the broker sees it
+#   b_check_started LOG      assert the log says what dedupd consumes (and no secret)
+#   b_dead_letters OUT       the dead letters, one a line: "name=value;...<TAB>body"
+#   b_origin N               the dead-letter headers (extended regex) naming the Nth message
+#   b_broker_stop term|kill, b_broker_start, b_check_reconnected LOG
+# and B_REDELIVERS_COMMITTED (yes: a batch committed, never acked, comes back),
+# B_EMPTY_REASON (the dead-letter reason of an empty message: what the broker sends it as),
+# B_RESUME_LINE (a regex for the log's line when a restart resumes from a position; "": none).
+BROKER=${1:-}
+CONF_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+case $BROKER in
+kafka | nats | rabbitmq) ;;
+*) echo "usage: $0 kafka|nats|rabbitmq" >&2; exit 2 ;;
+esac
+# shellcheck source=tests/integration/lib.sh
+. "$CONF_DIR/../integration/lib.sh"
+TEST="conf_${TEST}_$BROKER" # what log() prefixes, the name ctest knows it by
+TAB=$'\t'
+# shellcheck disable=SC1090
+. "$CONF_DIR/brokers/$BROKER.sh"
+
+# wait_stopped NAME: until dedupd NAME stopped itself (a fault point's SIGSTOP), 30 s at most
+wait_stopped() {
+        for ((i = 0; i < 600; i++)); do
+                [[ $(ps -o stat= -p "${PIDS[$1]}" 2>/dev/null) == T* ]] && return 0
+                sleep 0.05
+        done
+        fail "dedupd $1 did not stop itself at its fault point"
+}
+
+# wait_exit NAME: until dedupd NAME ended (a fault point's kill); RC its exit status
+wait_exit() {
+        RC=0
+        wait "${PIDS[$1]}" 2>/dev/null || RC=$?
+        unset "PIDS[$1]"
+}
+
+# counted: deliveries committed with an outcome (applied, rejected, duplicate, dead-lettered)
+counted() { sql "SELECT coalesce(sum(applied) + sum(rejected) + sum(duplicates) + sum(dead_lettered), 0) FROM dedupd.offsets WHERE topic = '$NAME_B'"; }
+
+# dead_letter_of FILE ORIGIN_REGEX REASON: the body of the dead letter (a line
+# of b_dead_letters) whose headers match ORIGIN_REGEX and whose dedupd.reason
+# contains REASON; fails when there is none
+dead_letter_of() {
+        grep -aE "$2" "$1" | awk -F'\t' -v r="$3" '{
+                n = split($1, h, ";")
+                for (i = 1; i <= n; i++)
+                        if (index(h[i], "dedupd.reason=") == 1 && index(h[i], r)) { print $2; found = 1; exit }
+        } END { exit !found }'
+}
+
+# recorded_keys: the keys the database holds (0 while it cannot say)
+recorded_keys() { sql "SELECT count(*) FROM dedupd.keys" 2>/dev/null || echo 0; }
+
+# committed_past N: the database committed past more than N messages (b_committed)
+committed_past() { (($(b_committed) > $1)); }
