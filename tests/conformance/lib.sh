@@ -13,11 +13,16 @@
 #   b_check_acked            assert nothing is left unacknowledged, as the broker sees it
 #   b_check_started LOG      assert the log says what dedupd consumes (and no secret)
 #   b_dead_letters OUT       the dead letters, one a line: "name=value;...<TAB>body"
+#   b_out NAME               a destination for replies and emitted messages, its name printed
+#   b_out_read DEST OUT      what it holds, as b_dead_letters prints it (broker.id=: the broker's message id)
+#   b_out_count DEST         how many messages it holds
+#   b_place N                the place of the Nth message ("TOPIC PARTITION OFFSET", as outbox ids hash it)
 #   b_origin N               the dead-letter headers (extended regex) naming the Nth message
 #   b_broker_stop term|kill, b_broker_start, b_check_reconnected LOG
 # and B_REDELIVERS_COMMITTED (yes: a batch committed, never acked, comes back),
 # B_EMPTY_REASON (the dead-letter reason of an empty message: what the broker sends it as),
-# B_RESUME_LINE (a regex for the log's line when a restart resumes from a position; "": none).
+# B_RESUME_LINE (a regex for the log's line when a restart resumes from a position; "": none),
+# B_REPLAY_REFUSED (a regex for dedupctl replay's refusal while dedupd runs; brokers that replay).
 BROKER=${1:-}
 CONF_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 case $BROKER in
@@ -66,3 +71,12 @@ recorded_keys() { sql "SELECT count(*) FROM dedupd.keys" 2>/dev/null || echo 0; 
 
 # committed_past N: the database committed past more than N messages (b_committed)
 committed_past() { (($(b_committed) > $1)); }
+
+# b_head: the config b_config writes, up to its topics: (a scenario's own topics follow)
+b_head() { b_config /dev/stdout | sed '/^topics:$/,$d'; }
+
+# replies_are N / events_are N: $R / $E holds N messages (GOT: how many it holds)
+replies_are() { GOT=$(b_out_count "$R"); [[ $GOT == "$1" ]]; }
+events_are() { GOT=$(b_out_count "$E"); [[ $GOT == "$1" ]]; }
+# outbox_sent: no outbox row waits to be published
+outbox_sent() { [[ $(sql "SELECT count(*) FROM dedupd.outbox WHERE sent_at IS NULL") == 0 ]]; }

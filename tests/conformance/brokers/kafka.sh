@@ -8,6 +8,8 @@ B_EMPTY_REASON="payload is empty"
 B_REDELIVERS_COMMITTED=no
 # What the log says when a restart resumes from dedupd.offsets.
 B_RESUME_LINE="assigned [^ ]+/[0-9]+: starting at offset [0-9]+ \\(database\\)"
+# What dedupctl replay says when it refuses to move a group with live members.
+B_REPLAY_REFUSED="group grp-.* has active members.*stop the dedupd instances first"
 
 # b_setup NAME PARTITIONS: the topic and its dead-letter topic; NAME_B is what dedupd consumes
 b_setup() {
@@ -55,6 +57,26 @@ b_dead_letters() {
                 /^  / { sub(/^  /, ""); h = h (h == "" ? "" : ";") $0 }
                 END { if (n) print h "\t" b }' >"$1"
 }
+
+# b_out NAME: a destination for replies and emitted messages (a topic), its name printed
+b_out() {
+        "$KT" create -t "$1_$$" -p 1 >/dev/null
+        echo "$1_$$"
+}
+
+# b_out_read DEST OUT: what DEST holds, as b_dead_letters prints it (the record's key as header key=)
+b_out_read() {
+        "$KT" dump -t "$1" | awk '
+                /^[0-9]/ { if (n++) print h "\t" b; b = $0; sub(/^[0-9]+ [0-9]+ [^ ]* /, "", b); h = "key=" $3; next }
+                /^  / { sub(/^  /, ""); h = h ";" $0 }
+                END { if (n) print h "\t" b }' >"$2"
+}
+
+# b_out_count DEST: messages in DEST
+b_out_count() { produced "$1"; }
+
+# b_place N: the place (topic, partition, offset) of the Nth message of a one-partition topic
+b_place() { echo "$NAME_B 0 $(($1 - 1))"; }
 
 # b_origin N: the headers (an extended regex) naming the Nth message of a one-partition topic or a queue
 b_origin() { echo "(^|;)dedupd\.origin\.topic=$NAME_B;(.*;)?dedupd\.origin\.offset=$(($1 - 1))[;$TAB]"; }

@@ -9,12 +9,14 @@ B_EMPTY_REASON="payload is empty"
 B_REDELIVERS_COMMITTED=yes
 # What the log says when a restart finds deliveries in flight and puts the consumer back.
 B_RESUME_LINE="creating it again at stream sequence"
+# What dedupctl replay says when it refuses to move a consumer a dedupd pulls from.
+B_REPLAY_REFUSED="pull request\\(s\\) waiting: a dedupd is consuming it; stop it first"
 
-# b_setup NAME PARTITIONS: the stream (the subject and its dead letters); NAME_B is the subject
+# b_setup NAME PARTITIONS: the stream (the subject, its dead letters, b_out's subjects); NAME_B is the subject
 # (a subject is one partition: PARTITIONS does not apply)
 b_setup() {
         NAME_B=$SUBJ
-        nats_stream
+        "$NT" stream "$STREAM" "$SUBJ" "$DLQ_SUBJ" "out.$ID.>"
 }
 
 # b_config FILE [EXTRA_TOPIC_YAML]: the transfer handler on the subject, dead letters to DLQ_SUBJ
@@ -49,6 +51,21 @@ b_check_started() { grep -q "consuming 1 subject(s) of stream $STREAM" "$WORK/$1
 
 # b_dead_letters OUT: each dead letter one line, "HEADERS<TAB>BODY", HEADERS "name=value;..."
 b_dead_letters() { "$NT" dump "$STREAM" "$DLQ_SUBJ" | cut -f 2- >"$1"; }
+
+# b_out NAME: a destination for replies and emitted messages (a subject of the test's stream), its name printed
+b_out() { echo "out.$ID.$1"; }
+
+# b_out_read DEST OUT: what DEST holds, as b_dead_letters prints it (Nats-Msg-Id also as header broker.id=)
+b_out_read() {
+        "$NT" dump "$STREAM" "$1" | cut -f 2- |
+                awk -F'\t' -v OFS='\t' '{ if (match($1, /(^|;)Nats-Msg-Id=[^;]*/)) { id = substr($1, RSTART, RLENGTH); sub(/^;/, "", id); sub(/^Nats-Msg-Id=/, "", id); $1 = $1 ";broker.id=" id } print }' >"$2"
+}
+
+# b_out_count DEST: messages in DEST
+b_out_count() { "$NT" dump "$STREAM" "$1" | wc -l; }
+
+# b_place N: the place (subject, partition 0, stream sequence) of the subject's Nth message
+b_place() { echo "$NAME_B 0 $("$NT" dump "$STREAM" "$SUBJ" | sed -n "$1p" | cut -f 1)"; }
 
 # b_origin N: the headers (an extended regex) naming the Nth message published (its stream sequence)
 b_origin() { echo "(^|;)dedupd\.origin\.sequence=$1[;$TAB]"; }

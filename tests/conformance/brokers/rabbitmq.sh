@@ -65,6 +65,31 @@ b_dead_letters() {
              /^body$/ { print h "\t"; h = "" }' "$WORK/letters.raw" >"$1"
 }
 
+# b_out NAME: a destination for replies and emitted messages (a fanout exchange, read
+# back from the queue bound to it), its name printed
+b_out() {
+        rmq_define "{\"queues\":[{\"name\":\"$1_$$.q\",\"vhost\":\"/\",\"durable\":true,\"auto_delete\":false,\"arguments\":{}}],
+ \"exchanges\":[{\"name\":\"$1_$$\",\"vhost\":\"/\",\"type\":\"fanout\",\"durable\":true,\"auto_delete\":false,\"internal\":false,\"arguments\":{}}],
+ \"bindings\":[{\"source\":\"$1_$$\",\"vhost\":\"/\",\"destination\":\"$1_$$.q\",\"destination_type\":\"queue\",\"routing_key\":\"\",\"arguments\":{}}]}"
+        echo "$1_$$"
+}
+
+# b_out_read DEST OUT: what DEST's queue holds (taking it), as b_dead_letters prints it
+# (the AMQP message_id as header broker.id=)
+b_out_read() {
+        rmq_dead_letters "$1.q" "$WORK/out.raw"
+        awk '/^message_id / { h = h (h == "" ? "" : ";") "broker.id=" $2; next }
+             /^header / { sub(/^header /, ""); h = h (h == "" ? "" : ";") $0; next }
+             /^body / { sub(/^body /, ""); print h "\t" $0; h = ""; next }
+             /^body$/ { print h "\t"; h = "" }' "$WORK/out.raw" >"$2"
+}
+
+# b_out_count DEST: messages in DEST's queue
+b_out_count() { rmq_messages "$1.q"; }
+
+# b_place N: the place (queue, partition 0, delivery number) of the Nth message of the queue
+b_place() { echo "$NAME_B 0 $(($1 - 1))"; }
+
 # b_origin N: the headers (an extended regex) naming the Nth message of a one-partition topic or a queue
 b_origin() { echo "(^|;)dedupd\.origin\.topic=$NAME_B;(.*;)?dedupd\.origin\.offset=$(($1 - 1))[;$TAB]"; }
 
