@@ -10,6 +10,7 @@
 #   b_committed              messages the database committed past (deliveries on RabbitMQ)
 #   b_acked                  messages the broker holds as acknowledged
 #   b_wait_done [SECONDS]    until every message is committed and acknowledged
+#   b_done                   a predicate: every message committed and acknowledged
 #   b_check_acked            assert nothing is left unacknowledged, as the broker sees it
 #   b_check_started LOG      assert the log says what dedupd consumes (and no secret)
 #   b_dead_letters OUT       the dead letters, one a line: "name=value;...<TAB>body"
@@ -57,12 +58,13 @@ counted() { sql "SELECT coalesce(sum(applied) + sum(rejected) + sum(duplicates) 
 
 # dead_letter_of FILE ORIGIN_REGEX REASON: the body of the dead letter (a line
 # of b_dead_letters) whose headers match ORIGIN_REGEX and whose dedupd.reason
-# contains REASON; fails when there is none
+# contains REASON (the reason may hold a ";": it ends at the next dedupd.
+# header); fails when there is none
 dead_letter_of() {
         grep -aE "$2" "$1" | awk -F'\t' -v r="$3" '{
-                n = split($1, h, ";")
-                for (i = 1; i <= n; i++)
-                        if (index(h[i], "dedupd.reason=") == 1 && index(h[i], r)) { print $2; found = 1; exit }
+                at = index($1, "dedupd.reason="); if (!at) next
+                v = substr($1, at + 14); end = index(v, ";dedupd."); if (end) v = substr(v, 1, end - 1)
+                if (index(v, r)) { print $2; found = 1; exit }
         } END { exit !found }'
 }
 

@@ -40,6 +40,9 @@ b_acked() { "$KT" offsets -t "$NAME_B" -g "grp-$ID" | awk '$1!="total" && $4 > 0
 # b_wait_done [SECONDS]: until the database has committed past every record
 b_wait_done() { wait_done "$NAME_B" "${1:-120}"; }
 
+# b_done: every message committed (no waiting, no failing: a predicate)
+b_done() { is_progressed "$NAME_B" "$(produced "$NAME_B")"; }
+
 # b_check_acked: everything acknowledged, as the broker sees it
 b_check_acked() {
         local lag

@@ -37,6 +37,9 @@ b_acked() { consumer_field ack_floor; }
 # b_wait_done [SECONDS]: until the database is past the last message and nothing is unacknowledged
 b_wait_done() { nats_done "${1:-120}"; }
 
+# b_done: the database past the last message, nothing unacknowledged (a predicate)
+b_done() { nats_settled $(($(last_seq) + 1)); }
+
 # b_check_acked: everything acknowledged, as the server sees it
 b_check_acked() {
         # (the floor is a stream sequence: the stream holds the dead letters too)

@@ -47,6 +47,9 @@ b_acked() { echo $(($(b_count) - $(rmq_messages "$NAME_B"))); }
 # b_wait_done [SECONDS]: until every message of the queue is acknowledged
 b_wait_done() { rmq_wait_empty "$NAME_B" "${1:-120}"; }
 
+# b_done: nothing left in the queue, ready or unacknowledged (a predicate)
+b_done() { rmq_empty "$NAME_B"; }
+
 # b_check_acked: everything acknowledged, as the broker sees it
 b_check_acked() { assert_eq "$(rmq_messages "$NAME_B")" 0 "messages left in the queue"; }
 
