@@ -11,6 +11,8 @@ B_REDELIVERS_COMMITTED=yes
 B_RESUME_LINE="creating it again at stream sequence"
 # What dedupctl replay says when it refuses to move a consumer a dedupd pulls from.
 B_REPLAY_REFUSED="pull request\\(s\\) waiting: a dedupd is consuming it; stop it first"
+# How long the broker takes to hand a killed instance's messages to a new one (none: the consumer is put back at once).
+B_RESTART_S=0
 
 # b_setup NAME PARTITIONS: the stream (the subject, its dead letters, b_out's subjects); NAME_B is the subject
 # (a subject is one partition: PARTITIONS does not apply)

@@ -9,6 +9,8 @@ B_EMPTY_REASON="payload is not valid JSON"
 B_REDELIVERS_COMMITTED=yes
 # RabbitMQ has no position to resume from (the broker redelivers): no line.
 B_RESUME_LINE=""
+# How long the broker takes to hand a killed instance's messages to a new one (none: it requeues them as the connection drops).
+B_RESTART_S=0
 
 # b_setup NAME PARTITIONS: the queue, a dead-letter exchange and the queue its letters land in
 # (a queue is one partition: PARTITIONS does not apply)
