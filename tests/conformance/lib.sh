@@ -24,7 +24,8 @@
 # B_EMPTY_REASON (the dead-letter reason of an empty message: what the broker sends it as),
 # B_RESUME_LINE (a regex for the log's line when a restart resumes from a position; "": none),
 # B_REPLAY_REFUSED (a regex for dedupctl replay's refusal while dedupd runs; brokers that replay),
-# B_RESTART_S (seconds the broker takes to hand a killed instance's messages to a new one).
+# B_RESTART_S (seconds the broker takes to hand a killed instance's messages to a new one),
+# B_BODY_EXTRA (bytes the test's publisher adds to each line's body).
 BROKER=${1:-}
 CONF_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 case $BROKER in

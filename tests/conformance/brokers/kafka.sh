@@ -12,6 +12,8 @@ B_RESUME_LINE="assigned [^ ]+/[0-9]+: starting at offset [0-9]+ \\(database\\)"
 B_REPLAY_REFUSED="group grp-.* has active members.*stop the dedupd instances first"
 # How long the broker takes to hand a killed instance's messages to a new one (the group waits out its session).
 B_RESTART_S=8
+# Bytes the test's publisher adds to a line's body.
+B_BODY_EXTRA=0
 
 # b_setup NAME PARTITIONS: the topic and its dead-letter topic; NAME_B is what dedupd consumes
 b_setup() {

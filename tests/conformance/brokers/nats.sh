@@ -13,6 +13,8 @@ B_RESUME_LINE="creating it again at stream sequence"
 B_REPLAY_REFUSED="pull request\\(s\\) waiting: a dedupd is consuming it; stop it first"
 # How long the broker takes to hand a killed instance's messages to a new one (none: the consumer is put back at once).
 B_RESTART_S=0
+# Bytes the test's publisher adds to a line's body.
+B_BODY_EXTRA=0
 
 # b_setup NAME PARTITIONS: the stream (the subject, its dead letters, b_out's subjects); NAME_B is the subject
 # (a subject is one partition: PARTITIONS does not apply)

@@ -11,6 +11,8 @@ B_REDELIVERS_COMMITTED=yes
 B_RESUME_LINE=""
 # How long the broker takes to hand a killed instance's messages to a new one (none: it requeues them as the connection drops).
 B_RESTART_S=0
+# Bytes the test's publisher adds to a line's body (amqp-publish -l keeps its newline).
+B_BODY_EXTRA=1
 
 # b_setup NAME PARTITIONS: the queue, a dead-letter exchange and the queue its letters land in
 # (a queue is one partition: PARTITIONS does not apply)
