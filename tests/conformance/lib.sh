@@ -19,7 +19,9 @@
 #   b_out_count DEST         how many messages it holds
 #   b_place N                the place of the Nth message ("TOPIC PARTITION OFFSET", as outbox ids hash it)
 #   b_origin N               the dead-letter headers (extended regex) naming the Nth message
-#   b_broker_stop term|kill, b_broker_start, b_check_reconnected LOG
+#   b_broker_stop term|kill  stop the broker every test shares
+#   b_broker_start           start it again
+#   b_check_reconnected LOG  assert the log says dedupd lost the broker (and came back, where it says so)
 # and B_REDELIVERS_COMMITTED (yes: a batch committed, never acked, comes back),
 # B_EMPTY_REASON (the dead-letter reason of an empty message: what the broker sends it as),
 # B_RESUME_LINE (a regex for the log's line when a restart resumes from a position; "": none),

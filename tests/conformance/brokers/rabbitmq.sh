@@ -13,6 +13,8 @@ B_RESUME_LINE=""
 B_RESTART_S=0
 # Bytes the test's publisher adds to a line's body (amqp-publish -l keeps its newline).
 B_BODY_EXTRA=1
+# dedupctl replay refuses RabbitMQ whatever runs (the matrix: replay n/a).
+B_REPLAY_REFUSED=""
 
 # b_setup NAME PARTITIONS: the queue, a dead-letter exchange and the queue its letters land in
 # (a queue is one partition: PARTITIONS does not apply)
