@@ -1,27 +1,25 @@
 #!/usr/bin/env bash
-# External-effect mode (mode: external, the file sink) on a RabbitMQ queue: a
-# workload with duplicates; the owner killed with SIGKILL mid-effect (asleep in
-# the handler, before it wrote), then a second instance killed right after an
+# External-effect mode (mode: external, the file sink): a workload with
+# duplicates; the owner killed with SIGKILL mid-effect (asleep in the
+# handler, before it wrote), then a second instance killed right after an
 # effect and before recording DONE (the in_handler fault point), then a third
-# that drains the queue. What an owner held unacknowledged comes back from the
+# that finishes. What an owner held unacknowledged comes back from the
 # broker: the dead owner's live lease is waited out, the key taken over by
 # compare-and-set, and the sink (which checks the key before writing) keeps
-# every key's line exactly once. Every key ends DONE, the queue empty.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/rmq_lib.sh"
+# every key's line exactly once. Every key ends DONE, nothing unacknowledged.
+. "$(dirname "$0")/../lib.sh"
 require_fault_points
 
-Q="ext_$$"
 SINK="$WORK/sink"
-rmq_queue "$Q"
-# ext_config FILE DELAY_MS
+b_setup ext 1
+# ext_config FILE DELAY_MS (the lease outlives a restart: B_RESTART_S, how long the broker takes to give a new instance the dead one's messages)
 ext_config() {
         cat >"$1" <<YAML
-$(PREFETCH=100 rmq_config_head)
+$(PREFETCH=100 b_head)
 topics:
-  - name: $Q
+  - name: $NAME_B
     mode: external
-    external: {lease_ms: 6000, on_expired: dead-letter}
+    external: {lease_ms: $((6000 + 1000 * B_RESTART_S)), on_expired: dead-letter}
     key: {subject: "{json:id}", action: WRITE}
     handler:
       path: "$BUILD/filesink.so"
@@ -39,8 +37,8 @@ for ((i = 0; i < KEYS; i++)); do
         ((i >= 3)) && printf '{"id":"k%02d","n":%d}\n' "$((i - 3))" "$((i - 3))"
 done >"$WORK/w.txt"
 for ((i = KEYS - 3; i < KEYS; i++)); do printf '{"id":"k%02d","n":%d}\n' "$i" "$i"; done >>"$WORK/w.txt"
-rmq_publish "$Q" <"$WORK/w.txt"
-assert_eq "$(rmq_messages "$Q")" $((2 * KEYS)) "messages in the queue"
+b_produce <"$WORK/w.txt"
+assert_eq "$(b_count)" $((2 * KEYS)) "messages produced"
 
 status_of() { sql "SELECT status || ' ' || attempts || ' ' || coalesce(response, '-') FROM dedupd.keys WHERE idem_key = '$1'"; }
 lines_for() { grep -c "^$1	" "$SINK" || true; }
@@ -57,7 +55,7 @@ mid=$(sql "SELECT idem_key FROM dedupd.keys WHERE status = 'PENDING'")
 [[ -n $mid ]] || fail "no key PENDING when the owner was killed"
 
 # ---- 2. killed right after an effect, before DONE is recorded ------------------
-# (started at once, while the dead owner's lease of 6 s lives: it must meet it)
+# (started at once, while the dead owner's lease lives: it must meet it)
 DEDUPD_FAULT="in_handler:2" start d2 "$WORK/fast.yaml"
 done1=$(sql "SELECT count(*) FROM dedupd.keys WHERE status = 'DONE'")
 assert_eq "$(lines_for "$mid")" 0 "sink lines for $mid when its owner (pid $pid1) was killed mid-effect"
@@ -75,10 +73,11 @@ wrote=$(sql "SELECT idem_key FROM dedupd.keys WHERE status = 'PENDING'")
 assert_eq "$(lines_for "$wrote")" 1 "sink lines for $wrote, written by the killed second instance before DONE"
 log "second instance took $mid over, then was killed after writing $wrote and before DONE"
 
-# ---- 3. a third instance drains the queue -----------------------------------
+# ---- 3. a third instance finishes -------------------------------------------
 start d3 "$WORK/fast.yaml"
-rmq_wait_empty "$Q" 40
+b_wait_done 60
 stop d3
+b_check_acked
 
 assert_eq "$(sql "SELECT count(*) || '/' || count(*) FILTER (WHERE status = 'DONE') FROM dedupd.keys")" "$KEYS/$KEYS" "keys / keys DONE"
 assert_eq "$(sql "SELECT count(*) FROM dedupd.keys WHERE owner IS NOT NULL OR lease_until IS NOT NULL")" 0 "finished keys keep no owner or lease"
@@ -93,5 +92,4 @@ else
 fi
 assert_eq "$(sql "SELECT count(*) FROM dedupd.keys WHERE attempts = 1 AND response = 'written'")" $((KEYS - $(sort -u <<<"$mid
 $wrote" | wc -l))) "the other keys: written once at the first attempt"
-assert_eq "$(rmq_messages "$Q")" 0 "messages left in $Q (ready or unacknowledged)"
-log "ok: $KEYS keys, each line once, all DONE; $(sql "SELECT sum(applied) || ' applied, ' || sum(duplicates) || ' duplicates, ' || max(next_offset) || ' deliveries committed' FROM dedupd.offsets WHERE topic = '$Q'")"
+log "ok: $KEYS keys, each line once, all DONE; $(sql "SELECT sum(applied) || ' applied, ' || sum(duplicates) || ' duplicates, ' || max(next_offset) || ' committed' FROM dedupd.offsets WHERE topic = '$NAME_B'")"

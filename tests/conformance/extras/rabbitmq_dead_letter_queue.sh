@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# Unkeyable messages on RabbitMQ, both ways:
-#  1. rabbitmq.dead_letter.exchange set: each is published unchanged (body,
-#     its own headers) plus dedupd's reason headers, confirmed, routed by the
-#     topic's dead_letter.topic; the original is acked; read back, checked.
-#  2. not set: basic.reject requeue=false, and the queue's own
-#     x-dead-letter-exchange has it (RabbitMQ's x-death, no dedupd reason).
-# The keyable messages around them take effect once; nothing is left unacked
-# (also when the batch's last delivery is the one dead-lettered).
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/rmq_lib.sh"
+# RabbitMQ only (a named extra of the conformance suite, whose dead_letter
+# scenario covers rabbitmq.dead_letter.exchange):
+#  1. rabbitmq.dead_letter.exchange not set: basic.reject requeue=false, and
+#     the queue's own x-dead-letter-exchange has it (RabbitMQ's x-death, no
+#     dedupd reason), a startup warning says so;
+#  2. a dead letter the exchange routes nowhere is never dropped: nothing is
+#     acked until a queue is bound for it.
+. "$(dirname "$0")/../../integration/lib.sh"
+. "$(dirname "$0")/../../integration/rmq_lib.sh"
 
 publish_mix() {
         {
@@ -21,34 +20,7 @@ publish_mix() {
         } | rmq_publish "$1" -H "trace: t-77"
 }
 
-# ---- 1. dedupd's own dead-letter exchange, with reasons -----------------------
-Q="dl_$$"
-rmq_define "{\"queues\":[{\"name\":\"$Q\",\"vhost\":\"/\",\"durable\":true,\"auto_delete\":false,\"arguments\":{}},
-  {\"name\":\"$Q.letters\",\"vhost\":\"/\",\"durable\":true,\"auto_delete\":false,\"arguments\":{}}],
- \"exchanges\":[{\"name\":\"dlx_$$\",\"vhost\":\"/\",\"type\":\"direct\",\"durable\":true,\"auto_delete\":false,\"internal\":false,\"arguments\":{}}],
- \"bindings\":[{\"source\":\"dlx_$$\",\"vhost\":\"/\",\"destination\":\"$Q.letters\",\"destination_type\":\"queue\",\"routing_key\":\"$Q.dlq\",\"arguments\":{}}]}"
-rmq_write_config "$WORK/c1.yaml" "$Q" "" "  dead_letter:
-    exchange: dlx_$$"
-publish_mix "$Q"
-start d1 "$WORK/c1.yaml"
-rmq_wait_empty "$Q"
-stop d1
-
-assert_eq "$(sql "SELECT count(*) FROM transfer_ledger")" 2 "effects (a1 and a2, a1 once)"
-assert_eq "$(sql "SELECT sum(applied) || '/' || sum(duplicates) || '/' || sum(dead_lettered) FROM dedupd.offsets WHERE topic = '$Q'")" "2/1/3" "applied/duplicates/dead-lettered"
-assert_eq "$(rmq_messages "$Q.letters")" 3 "dead letters in $Q.letters"
-rmq_dead_letters "$Q.letters" "$WORK/letters"
-cat "$WORK/letters"
-assert_eq "$(grep -c '^body not json at all$' "$WORK/letters")" 1 "the non-JSON message, body unchanged"
-assert_eq "$(grep -c '^body {"user_id":3,"amount":10}$' "$WORK/letters")" 1 "the message without order_id, body unchanged"
-assert_eq "$(grep -c '^header trace=t-77$' "$WORK/letters")" 3 "their own headers kept"
-assert_eq "$(grep -c "^header dedupd.origin.topic=$Q\$" "$WORK/letters")" 3 "dedupd.origin.topic names the queue"
-assert_eq "$(grep -c '^header dedupd.namespace=it-' "$WORK/letters")" 3 "dedupd.namespace"
-grep -q '^header dedupd.reason=key: payload is not valid JSON' "$WORK/letters" || fail "no reason for the non-JSON message"
-grep -q "^header dedupd.reason=key: json field 'order_id' is missing" "$WORK/letters" || fail "no reason for the message without order_id"
-log "ok: each dead letter says why"
-
-# ---- 2. the queue's own dead-letter exchange ---------------------------------
+# ---- 1. the queue's own dead-letter exchange ---------------------------------
 Q2="dlq_own_$$"
 rmq_define "{\"queues\":[{\"name\":\"$Q2\",\"vhost\":\"/\",\"durable\":true,\"auto_delete\":false,\"arguments\":{\"x-dead-letter-exchange\":\"own_dlx_$$\"}},
   {\"name\":\"$Q2.rejected\",\"vhost\":\"/\",\"durable\":true,\"auto_delete\":false,\"arguments\":{}}],
@@ -60,13 +32,13 @@ start d2 "$WORK/c2.yaml"
 rmq_wait_empty "$Q2"
 stop d2
 grep -q "rabbitmq.dead_letter.exchange is not set" "$WORK/d2.log" || fail "no startup warning about rejected dead letters"
-assert_eq "$(sql "SELECT sum(applied) || '/' || sum(duplicates) || '/' || sum(dead_lettered) FROM dedupd.offsets WHERE topic = '$Q2'")" "0/3/3" "second queue: applied/duplicates/dead-lettered (same keys as the first)"
+assert_eq "$(sql "SELECT sum(applied) || '/' || sum(duplicates) || '/' || sum(dead_lettered) FROM dedupd.offsets WHERE topic = '$Q2'")" "2/1/3" "applied/duplicates/dead-lettered"
 rmq_dead_letters "$Q2.rejected" "$WORK/rejected"
 assert_eq "$(grep -c '^body ' "$WORK/rejected")" 3 "messages dead-lettered by the queue's own exchange"
 assert_eq "$(grep -c '^header x-first-death-reason=rejected$' "$WORK/rejected")" 3 "RabbitMQ says they were rejected"
 assert_eq "$(grep -c '^header dedupd.reason=' "$WORK/rejected" || true)" 0 "no dedupd reason headers on a queue's own dead letters"
 
-# ---- 3. a dead letter the exchange routes nowhere is never dropped ----------
+# ---- 2. a dead letter the exchange routes nowhere is never dropped ----------
 # The exchange exists but no queue is bound for the routing key: the publish
 # comes back unroutable (mandatory), the batch is retried, nothing is acked;
 # once a queue is bound, the dead letter lands there and the queue drains.

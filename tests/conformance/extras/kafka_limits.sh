@@ -1,70 +1,17 @@
 #!/usr/bin/env bash
-# limits: each limit of the limits: section exceeded once, on real Kafka and PostgreSQL.
-# A message past payload_bytes, key_bytes, json_depth or headers is dead-lettered with the limit
-# in dedupd.reason while its neighbours are applied; a hashed long key keeps its text for
-# dedupctl inspect; batch_bytes closes batches early; outbox_backlog pauses every topic while
-# the relay cannot publish, and resumes when it can — nothing lost, no balance wrong.
-. "$(dirname "$0")/lib.sh"
+# Kafka only (a named extra of the conformance suite, whose limits scenario
+# covers the message limits on every broker): a limit out of range is a
+# config error; limits.batch_bytes closes batches early; limits.outbox_backlog
+# pauses every topic while the relay cannot publish, and resumes when it can —
+# nothing lost, no balance wrong.
+. "$(dirname "$0")/../../integration/lib.sh"
 
 pad() { head -c "$1" /dev/zero | tr '\0' p; }
 order() { printf '{"order_id":"%s","user_id":%d,"amount":%d%s}\n' "$1" "$2" "$3" "${4:-}"; }
 
-# ---- 1. the message limits, in one run ---------------------------------------------
+# ---- 1. a limit out of range is a config error, from check and from dedupd
 T="pay_limits_$$"
 topic "$T" 1
-write_config "$WORK/a.yaml" "$T" "limits:
-  payload_bytes: 2000
-  key_bytes: 700
-  json_depth: 8
-  headers: 5"
-big=$(order big 4 10 ",\"pad\":\"$(pad 3000)\"")
-long=$(printf 'L%.0s' $(seq 1 600))   # a 604-byte key: hashed, within key_bytes
-toolong=$(printf 'X%.0s' $(seq 1 800)) # an 804-byte key: past key_bytes
-{
-        order good-1 4 10
-        echo "$big"
-        order good-2 4 10
-        order "$toolong" 4 10
-        order "$long" 4 10
-        order deep 4 10 ',"x":[[[[[[[[[[1]]]]]]]]]]'
-} | "$KT" produce -t "$T"
-order good-3 4 10 | "$KT" produce -t "$T" -H h1=a -H h2=b -H h3=c
-order many-headers 4 10 | "$KT" produce -t "$T" -H h1=a -H h2=b -H h3=c -H h4=d -H h5=e -H h6=f
-order good-4 4 10 | "$KT" produce -t "$T"
-
-start d1 "$WORK/a.yaml"
-wait_done "$T"
-stop d1
-
-assert_eq "$(sql "SELECT string_agg(CASE WHEN idem_key LIKE 'sha256:%' THEN 'sha256' ELSE idem_key END, ',' ORDER BY idem_key) FROM dedupd.keys")" \
-        "good-1/PAY,good-2/PAY,good-3/PAY,good-4/PAY,sha256" "keys applied (the neighbours of every dead letter)"
-assert_eq "$(sql "SELECT balance FROM account WHERE user_id = 4")" 950 "balance of user 4 (five payments of 10)"
-assert_eq "$(sql "SELECT count(*) FROM transfer_ledger")" 5 "ledger rows"
-"$KT" dump -t "$T.dlq" >"$WORK/dlq.txt"
-assert_eq "$(grep -c '^  dedupd.reason=' "$WORK/dlq.txt")" 4 "dead letters"
-for reason in \
-        "payload too large: ${#big} bytes exceeds limits.payload_bytes (2000)" \
-        "key: key of 804 bytes exceeds limits.key_bytes (700)" \
-        "payload is JSON nested more than 8 levels deep: exceeds limits.json_depth (8)" \
-        "6 headers exceed limits.headers (5)"; do
-        grep -qF "  dedupd.reason=$reason" "$WORK/dlq.txt" || fail "no dead letter with reason '$reason': $(grep dedupd.reason "$WORK/dlq.txt")"
-        log "ok: dead-lettered: $reason"
-done
-assert_eq "$(sql "SELECT consumed, applied, dead_lettered FROM dedupd.offsets WHERE topic = '$T'")" "9|5|4" \
-        "consumed, applied, dead-lettered: nothing lost"
-assert_eq "$(kafka_lag "$T")" 0 "Kafka consumer lag"
-
-# The hashed key keeps its text; inspect finds it by the text and by the hash.
-assert_eq "$(sql "SELECT key_text = '$long/PAY' FROM dedupd.keys WHERE idem_key LIKE 'sha256:%'")" t "key_text of the hashed key"
-assert_eq "$(sql "SELECT count(*) FROM dedupd.keys WHERE key_text IS NOT NULL")" 1 "keys with a text beside them"
-hash=$(sql "SELECT idem_key FROM dedupd.keys WHERE idem_key LIKE 'sha256:%'")
-"$DEDUPCTL" inspect -c "$WORK/a.yaml" "$long/PAY" >"$WORK/inspect.txt" || fail "inspect by text: exit $?"
-grep -q "^idem_key  *$hash$" "$WORK/inspect.txt" || fail "inspect by text: $(cat "$WORK/inspect.txt")"
-grep -q "^key_text  *$long/PAY$" "$WORK/inspect.txt" || fail "inspect shows no key_text"
-"$DEDUPCTL" inspect -c "$WORK/a.yaml" "$hash" | grep -q "^key_text  *$long/PAY$" || fail "inspect by hash shows no key_text"
-log "ok: dedupctl inspect finds the hashed key by its text and by its hash, and shows the text"
-
-# A limit out of range is a config error, from check and from dedupd.
 write_config "$WORK/bad.yaml" "$T" "limits:
   json_depth: 0"
 rc=0
@@ -138,6 +85,7 @@ assert_eq "$(sql "SELECT sum(a.balance) + (SELECT sum(amount) FROM transfer_ledg
 
 # ---- 4. external mode: limits apply there too, and a hashed key keeps its text -----------
 T4="ext_limits_$$"
+long=$(printf 'L%.0s' $(seq 1 600)) # a 604-byte key: hashed, within key_bytes
 topic "$T4" 1
 cat >"$WORK/d.yaml" <<YAML
 namespace: it-$ID

@@ -1,42 +1,14 @@
 #!/usr/bin/env bash
-# NATS JetStream dead letters. With nats.dead_letter.subject: an unkeyable
-# message is published there unchanged, with dedupd.* headers giving the
-# reason and its origin (the PubAck awaited), then the original is acked.
-# Without it: the message is terminated (AckTerm) and stays in the stream,
-# the reason in the log. Either way the good messages around it apply and
-# nothing is left unacknowledged. The second half takes its key from a NATS
-# header ({header:Order-Id}).
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/nats_lib.sh"
+# NATS JetStream only (a named extra of the conformance suite, whose
+# dead_letter scenario covers dead letters to nats.dead_letter.subject):
+# without a dead-letter subject an unkeyable message is terminated (AckTerm)
+# and stays in the stream, the reason in the log, the key here from a NATS
+# header ({header:Order-Id}); and a dead letter over the server's max_payload
+# is cut to fit, never retried for ever.
+. "$(dirname "$0")/../../integration/lib.sh"
+. "$(dirname "$0")/../../integration/nats_lib.sh"
 
-# ---- 1: to a dead-letter subject
-nats_stream
-write_nats_config "$WORK/c.yaml" "  dead_letter: {subject: $DLQ_SUBJ}"
-{
-        echo '{"order_id":"a-1","user_id":1,"amount":10}'
-        echo '{"user_id":1,"amount":10}'
-        echo 'not json at all'
-        echo '{"order_id":"a-2","user_id":1,"amount":10}'
-} | publish "trace:t-42"
-start d1 "$WORK/c.yaml"
-nats_done
-stop d1
-
-assert_eq "$(sql "SELECT balance FROM account WHERE user_id = 1")" 980 "balance of user 1 (two good orders)"
-"$NT" dump "$STREAM" "$DLQ_SUBJ" >"$WORK/dlq.txt"
-assert_eq "$(wc -l <"$WORK/dlq.txt")" 2 "dead letters on $DLQ_SUBJ"
-assert_eq "$(awk -F'\t' 'NR==1{print $3}' "$WORK/dlq.txt")" '{"user_id":1,"amount":10}' "first dead letter's body, unchanged"
-grep -qP "dedupd.origin.sequence=2[;\\t]" "$WORK/dlq.txt" || fail "dead letter without its origin sequence: $(cat "$WORK/dlq.txt")"
-grep -qP "dedupd.origin.subject=$SUBJ[;\\t]" "$WORK/dlq.txt" || fail "dead letter without its origin subject"
-grep -qP "dedupd.origin.stream=$STREAM[;\\t]" "$WORK/dlq.txt" || fail "dead letter without its origin stream"
-grep -qP "trace=t-42[;\\t]" "$WORK/dlq.txt" || fail "dead letter without the original's headers"
-reasons=$(grep -o 'dedupd.reason=[^;]*' "$WORK/dlq.txt" | sort | uniq | wc -l)
-assert_eq "$reasons" 2 "distinct reasons (a missing field, a payload that is not JSON)"
-grep -q 'dedupd.reason=[^;]*order_id' "$WORK/dlq.txt" || fail "the reason does not name the missing field: $(grep -o 'dedupd.reason=[^;]*' "$WORK/dlq.txt")"
-assert_eq "$(sql "SELECT sum(dead_lettered) FROM dedupd.offsets WHERE topic = '$SUBJ'")" 2 "dead letters counted"
-assert_eq "$(consumer_field ack_pending)" 0 "messages left unacknowledged"
-
-# ---- 2: terminated (AckTerm), the key from a header
+# ---- 1: terminated (AckTerm), the key from a header
 STREAM="T_$ID" SUBJ="term.$ID" DLQ_SUBJ="nowhere.$ID"
 CONSUMER="${DURABLE}-${SUBJ//./_}"
 nats_stream
@@ -56,7 +28,7 @@ grep -q "offset 3 dead-lettered to AckTerm (terminated, left in the stream): " "
         fail "the log does not say sequence 3 was terminated and why"
 assert_eq "$(sql "SELECT sum(dead_lettered) FROM dedupd.offsets WHERE topic = '$SUBJ'")" 1 "terminated messages counted"
 
-# ---- 3: a dead letter over the server's max_payload is cut to fit, never retried for ever
+# ---- 2: a dead letter over the server's max_payload is cut to fit, never retried for ever
 # A payload the stream took, just under max_payload (1 MiB), is over limits.payload_bytes: its dead letter,
 # with dedupd's headers, would be over max_payload. It goes cut, its neighbours apply.
 STREAM="B_$ID" SUBJ="big.$ID" DLQ_SUBJ="bigdead.$ID"

@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# Replies through the outbox on RabbitMQ: each message naming a reply
-# exchange (header reply-to) gets the first outcome, published with
-# publisher confirms to that exchange, routing key its correlation-id; the
-# duplicate's reply says so. Read back from a queue bound to the exchange.
-# Each reply's AMQP message_id is its identity (dedupd.outbox.id): the first
-# reply's is derived from its key, and is the same when the request applies
-# again after a failover lost the commit.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/rmq_lib.sh"
-. "$(dirname "$0")/outbox_lib.sh"
+# RabbitMQ only (a named extra of the conformance suite, whose replies
+# scenario covers the first outcome, the duplicate's mark and the ids):
+# replies to a direct exchange, routed by their correlation-id, and a
+# failover to a replica that lost the commit — RabbitMQ cannot rewind, so
+# the caller asks again: the request applies again and its reply goes out
+# with the same AMQP message_id, its dedupd.outbox.id derived from its key.
+. "$(dirname "$0")/../../integration/lib.sh"
+. "$(dirname "$0")/../../integration/rmq_lib.sh"
+. "$(dirname "$0")/../../integration/outbox_lib.sh"
 
 Q="pay_reply_$$" X="replies_$$"
 rmq_define "{\"queues\":[{\"name\":\"$Q\",\"vhost\":\"/\",\"durable\":true,\"auto_delete\":false,\"arguments\":{}},
