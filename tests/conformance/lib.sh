@@ -22,12 +22,16 @@
 #   b_broker_stop term|kill  stop the broker every test shares
 #   b_broker_start           start it again
 #   b_check_reconnected LOG  assert the log says dedupd lost the broker (and came back, where it says so)
+#   b_tls_setup NAME         as b_setup, on the broker's TLS endpoint (a password too); TLS_CA the CA
+#                            that signed its certificate, TLS_SECRET the password in the config
+#   b_tls_config FILE CA     b_config's, over TLS, the broker's certificate checked against CA
 # and B_REDELIVERS_COMMITTED (yes: a batch committed, never acked, comes back),
 # B_EMPTY_REASON (the dead-letter reason of an empty message: what the broker sends it as),
 # B_RESUME_LINE (a regex for the log's line when a restart resumes from a position; "": none),
 # B_REPLAY_REFUSED (a regex for dedupctl replay's refusal while dedupd runs; brokers that replay),
 # B_RESTART_S (seconds the broker takes to hand a killed instance's messages to a new one),
-# B_BODY_EXTRA (bytes the test's publisher adds to each line's body).
+# B_BODY_EXTRA (bytes the test's publisher adds to each line's body),
+# B_TLS_REFUSED (a regex for the ERROR when the broker's certificate is not signed by the configured CA).
 BROKER=${1:-}
 CONF_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 case $BROKER in

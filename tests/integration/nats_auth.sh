@@ -13,37 +13,6 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/nats_lib.sh"
 
-NS_PIDS=()
-# cleanup reads the test's exit status from $?: the servers go first, $? kept
-stop_servers() {
-        for p in "${NS_PIDS[@]}"; do { kill "$p" && wait "$p"; } 2>/dev/null || true; done
-}
-on_exit stop_servers
-
-
-# nats_server NAME PORT EXTRA_CONF: a nats-server on 127.0.0.1:PORT, JetStream
-# in $WORK/NAME.store, until its client port answers with INFO
-nats_server() {
-        local name=$1 port=$2 line=""
-        cat >"$WORK/$name.conf" <<EOF
-listen: 127.0.0.1:$port
-server_name: $name-$$
-jetstream { store_dir: "$WORK/$name.store" }
-$3
-EOF
-        /usr/sbin/nats-server -c "$WORK/$name.conf" >>"$WORK/$name.server.log" 2>&1 &
-        NS_PIDS+=($!)
-        for ((i = 0; i < 100; i++)); do
-                if exec 7<>"/dev/tcp/127.0.0.1/$port"; then
-                        read -r -t 2 line <&7 || line=""
-                        exec 7>&-
-                        [[ $line == INFO* && $line == *'"jetstream":true'* ]] && return 0
-                fi 2>/dev/null
-                sleep 0.1
-        done
-        fail "nats-server $name did not answer on 127.0.0.1:$port: $(tail -n 5 "$WORK/$name.server.log")"
-}
-
 # scenario USER ORDER: ORDER/PAY published 100 times by four publishers, dedupd
 # d-$SUBJ runs it (config $WORK/$SUBJ.yaml) -> one effect, balance 990
 scenario() {

@@ -57,3 +57,35 @@ nats_settled() {
 
 # consumer_field NAME: ack_floor, delivered, pending, ack_pending or waiting of dedupd's consumer
 consumer_field() { "$NT" consumer "$STREAM" "$CONSUMER" | awk -v k="$1" '$1==k{print $2}'; }
+
+# nats_server NAME PORT EXTRA_CONF: a nats-server of the test's own on
+# 127.0.0.1:PORT (EXTRA_CONF: more of its config, e.g. tls {...}), JetStream in
+# $WORK/NAME.store, until its client port answers with INFO; killed when the test ends
+NS_PIDS=()
+nats_server() {
+        local name=$1 port=$2 line=""
+        cat >"$WORK/$name.conf" <<EOF
+listen: 127.0.0.1:$port
+server_name: $name-$$
+jetstream { store_dir: "$WORK/$name.store" }
+$3
+EOF
+        ((${#NS_PIDS[@]})) || on_exit nats_stop_servers
+        /usr/sbin/nats-server -c "$WORK/$name.conf" >>"$WORK/$name.server.log" 2>&1 &
+        NS_PIDS+=($!)
+        for ((i = 0; i < 100; i++)); do
+                if exec 7<>"/dev/tcp/127.0.0.1/$port"; then
+                        read -r -t 2 line <&7 || line=""
+                        exec 7>&-
+                        [[ $line == INFO* && $line == *'"jetstream":true'* ]] && return 0
+                fi 2>/dev/null
+                sleep 0.1
+        done
+        fail "nats-server $name did not answer on 127.0.0.1:$port: $(tail -n 5 "$WORK/$name.server.log")"
+}
+
+# nats_stop_servers: kill the servers nats_server started (an on_exit hook)
+nats_stop_servers() {
+        local p
+        for p in "${NS_PIDS[@]}"; do { kill "$p" && wait "$p"; } 2>/dev/null || true; done
+}

@@ -100,3 +100,22 @@ b_check_reconnected() {
         grep -q "\[kafka\] _TRANSPORT: .*Disconnected" "$WORK/$1.log" || fail "dedupd $1 did not say it lost the broker"
         log "ok: the log says the broker went away"
 }
+
+# b_tls_setup NAME: the topic (as b_setup), consumed over the broker's SASL_SSL
+# listener (scripts/services' test CA, a SCRAM user); TLS_CA the CA that signed
+# the broker's certificate, TLS_SECRET the password b_tls_config writes
+b_tls_setup() {
+        [[ -n ${KAFKA_SASL_SSL_BOOTSTRAP:-} && -f ${DEDUPD_TLS_DIR:-}/ca.crt ]] ||
+                fail "the broker has no SASL_SSL listener: run scripts/services down, then scripts/services up"
+        b_setup "$1" 2
+        TLS_CA=$DEDUPD_TLS_DIR/ca.crt TLS_SECRET=$KAFKA_SCRAM_PASSWORD
+}
+
+# b_tls_config FILE CA: b_config's, over SASL_SSL (SCRAM-SHA-512), the broker's certificate checked against CA
+b_tls_config() {
+        b_config "$1"
+        sed -i "s#^  bootstrap.servers: .*#  bootstrap.servers: \"$KAFKA_SASL_SSL_BOOTSTRAP\"\n  security.protocol: SASL_SSL\n  ssl.ca.location: \"$2\"\n  sasl.mechanisms: SCRAM-SHA-512\n  sasl.username: \"$KAFKA_SCRAM_USER\"\n  sasl.password: \"$KAFKA_SCRAM_PASSWORD\"#" "$1"
+}
+
+# What dedupd's ERROR says when the broker's certificate is not signed by the configured CA.
+B_TLS_REFUSED="the TLS handshake with the Kafka broker\\(s\\) at [0-9.:]+ \\(bootstrap.servers\\) failed \\(check ssl.ca.location.*certificate verify failed"

@@ -87,3 +87,27 @@ b_check_reconnected() {
         grep -q "reconnected to nats://127.0.0.1" "$WORK/$1.log" || fail "dedupd $1 did not say it reconnected"
         log "ok: the log says the server went away and came back"
 }
+
+# b_tls_setup NAME: the stream (as b_setup) on a nats-server of the test's own
+# that requires TLS (scripts/services' test CA and server certificate) and a
+# user with a password in nats.url; TLS_CA the CA that signed the server's
+# certificate, TLS_SECRET that password
+b_tls_setup() {
+        [[ -f ${DEDUPD_TLS_DIR:-}/server.crt ]] || fail "no test certificates in .run/tls: run scripts/services up"
+        local port
+        port=$(free_port)
+        TLS_CA=$DEDUPD_TLS_DIR/ca.crt TLS_SECRET="Pw$$-$RANDOM-hidden"
+        nats_server "tls_$1" "$port" "tls { cert_file: \"$DEDUPD_TLS_DIR/server.crt\", key_file: \"$DEDUPD_TLS_DIR/server.key\" }
+authorization { users: [ { user: dedupd, password: \"$TLS_SECRET\" } ] }"
+        export NATS_URL="nats://dedupd:$TLS_SECRET@127.0.0.1:$port" NATS_TLS_CA=$TLS_CA
+        b_setup "$1" 1
+}
+
+# b_tls_config FILE CA: b_config's, the server's certificate checked against CA (nats.tls_ca)
+b_tls_config() {
+        b_config "$1"
+        sed -i "s#^nats:\$#nats:\\n  tls_ca: \"$2\"#" "$1"
+}
+
+# What dedupd's ERROR says when the server's certificate is not signed by the configured CA.
+B_TLS_REFUSED="cannot connect to NATS at nats://127.0.0.1:[0-9]+: SSL Error: .*SSL handshake error: .*unable to get local issuer certificate"

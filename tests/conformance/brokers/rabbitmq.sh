@@ -61,8 +61,9 @@ b_check_acked() { assert_eq "$(rmq_messages "$NAME_B")" 0 "messages left in the 
 
 # b_check_started LOG: the log names the broker, never the URL's password
 b_check_started() {
-        grep -q "connected to amqp://127.0.0.1:.* vhost /: consuming 1 queue(s), prefetch ${PREFETCH:-500}" "$WORK/$1.log" || fail "no connection line in the log"
-        if grep -q "guest:guest\|$RABBITMQ_URL" "$WORK/$1.log"; then fail "the URL (with its password) is in the log"; fi
+        # the URL dedupd was given (amqp:// or b_tls_setup's amqps://), without its user:password
+        grep -qF "connected to $(sed -E 's#//[^@]*@#//#' <<<"$RMQ_TEST_URL") vhost /: consuming 1 queue(s), prefetch ${PREFETCH:-500}" "$WORK/$1.log" || fail "no connection line in the log"
+        if grep -qF -e "guest:guest" -e "$RMQ_TEST_URL" "$WORK/$1.log"; then fail "the URL (with its password) is in the log"; fi
         log "ok: the log names the broker, never the URL's password"
 }
 
@@ -112,3 +113,22 @@ b_check_reconnected() {
         grep -q "\[rabbitmq\] reconnected to amqp://127.0.0.1:" "$WORK/$1.log" || fail "no 'reconnected' line"
         log "ok: the log says the connection was lost and came back"
 }
+
+# b_tls_setup NAME: the queue (as b_setup), consumed over amqps:// (RABBITMQ_TLS_URL,
+# scripts/services' test CA); TLS_CA the CA that signed the broker's certificate,
+# TLS_SECRET the URL's user:password (dedupd reads the URL from the environment)
+b_tls_setup() {
+        [[ -n ${RABBITMQ_TLS_URL:-} ]] || fail "no RABBITMQ_TLS_URL in .run/env: run scripts/services up again"
+        b_setup "$1" 1
+        export RMQ_TEST_URL=$RABBITMQ_TLS_URL
+        TLS_CA=$RABBITMQ_CA_FILE TLS_SECRET=$(sed -E 's#^amqps://([^@]*)@.*#\1#' <<<"$RABBITMQ_TLS_URL")
+}
+
+# b_tls_config FILE CA: b_config's, the broker's certificate (and host name) checked against CA
+b_tls_config() {
+        b_config "$1"
+        sed -i "s#^rabbitmq:\$#rabbitmq:\n  ca_file: \"$2\"#" "$1"
+}
+
+# What dedupd's ERROR says when the broker's certificate is not signed by the configured CA.
+B_TLS_REFUSED="waiting for RabbitMQ: amqps://localhost:[0-9]+ vhost /: SSL peer cert verification failed"
