@@ -20,10 +20,11 @@ workload "$WORK/w.txt" "$WORK/keys.txt" "$MSGS" "$ORDERS"
 with_poison "$WORK/w.txt" "$WORK/all.txt" "$WORK/poison.txt" 10
 total=$(wc -l <"$WORK/all.txt")
 
-# done_alive NAME WHEN: until the database has every record, failing at once (with ASan's words) when dedupd NAME dies meanwhile
+# done_alive NAME WHEN: until the database has every record ($WANT, counted
+# while the broker was up: just restarted, it may not lead its partition yet),
+# failing at once (with ASan's words) when dedupd NAME dies meanwhile
 done_alive() {
-        local want
-        want=$(produced "$T")
+        local want=$WANT
         poll 240 progressed_or_gone "$1" "$want" || fail "timed out: database progressed $GOT of $want records of $T"
         alive "$1" "$2"
 }
@@ -35,6 +36,7 @@ round=0
 for mode in kill term; do
         round=$((round + 1))
         sed -n "$(((round - 1) * total / 2 + 1)),$((round * total / 2))p" "$WORK/all.txt" | "$KT" produce -t "$T" >/dev/null
+        WANT=$(produced "$T")
         DEDUPD_FAULT="after_poll:5:stop" start "d$round" "$WORK/c.yaml"
         wait_self_stopped "d$round" "at its 5th batch"
         "$DEDUPD_SERVICES" kafka-stop "$mode"
