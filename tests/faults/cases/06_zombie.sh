@@ -52,8 +52,10 @@ log "ok: z stopped (SIGSTOP) at before_commit hit $n, backend $zpid idle in tran
 
 blocked=""
 for ((i = 0; i < 600; i++)); do # session timeout + rebalance
-        blocked=$(sql "SELECT pid FROM pg_stat_activity WHERE datname = '$DB' AND application_name = 'dedupd'
-                       AND wait_event_type = 'Lock' AND pid <> $zpid LIMIT 1")
+        # a lock it waits for, read from the lock table (not granted), whatever
+        # the backend's application_name and its wait event say at that instant
+        blocked=$(sql "SELECT a.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                       WHERE NOT l.granted AND a.datname = '$DB' AND a.pid <> $zpid LIMIT 1")
         [[ -n $blocked ]] && break
         sleep 0.05
 done
