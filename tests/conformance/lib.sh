@@ -72,8 +72,8 @@ dead_letter_of() {
         grep -aE "$2" "$1" | awk -F'\t' -v r="$3" '{
                 at = index($1, "dedupd.reason="); if (!at) next
                 v = substr($1, at + 14); end = index(v, ";dedupd."); if (end) v = substr(v, 1, end - 1)
-                if (index(v, r)) { print $2; found = 1; exit }
-        } END { exit !found }'
+                if (!found && index(v, r)) { print $2; found = 1 }
+        } END { exit !found }' # reads to the end: an early exit would end grep with SIGPIPE (pipefail)
 }
 
 # recorded_keys: the keys the database holds (0 while it cannot say)

@@ -43,7 +43,7 @@ ids() { grep -oaE '(^|;)dedupd\.outbox\.id=[0-9a-f]{64}' "$WORK/events.txt" | se
 assert_eq "$(ids | sort -u | wc -l)" 40 "distinct event ids (no key and place published twice)"
 assert_eq "$(sql "SELECT count(*) FROM flaky_effects")" 20 "effects"
 assert_eq "$(sql "SELECT count(*) FROM dedupd.outbox WHERE sent_at IS NULL")" 0 "unsent outbox rows"
-ids | grep -qx "$(derived_id "it-$ID" e7/SHIP emit 1)" || fail "no event of e7 with the id a downstream derives for its second"
+ids | grep -x "$(derived_id "it-$ID" e7/SHIP emit 1)" >/dev/null || fail "no event of e7 with the id a downstream derives for its second"
 assert_eq "$(awk -F'\t' '$1 ~ /(^|;)broker\.id=/' "$WORK/events.txt" | awk -F'\t' '{ n = split($1, h, ";"); b = o = ""
         for (i = 1; i <= n; i++) { if (h[i] ~ /^broker\.id=/) b = substr(h[i], 11); if (h[i] ~ /^dedupd\.outbox\.id=/) o = substr(h[i], 18) }
         if (b != o) print }' | wc -l)" 0 "events whose broker message id is not their dedupd.outbox.id"

@@ -30,7 +30,7 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 assert_eq "$rc" 1 "dedupd's exit code with a CA that did not sign the broker's certificate"
 # (it gives up at the first refusal, or, retrying, at startup_timeout_ms; 3 s to exit)
 ((ms < STARTUP_MS + 3000)) || fail "dedupd took $ms ms to give up (startup_timeout_ms $STARTUP_MS)"
-grep ' ERROR ' "$WORK/wrong-ca.log" | grep -qE -- "$B_TLS_REFUSED" ||
+grep ' ERROR ' "$WORK/wrong-ca.log" | grep -E -- "$B_TLS_REFUSED" >/dev/null ||
         fail "the ERROR does not name the certificate failure: $(grep ' ERROR ' "$WORK/wrong-ca.log" || tail -n 3 "$WORK/wrong-ca.log")"
 assert_eq "$(sql "SELECT count(*) FROM transfer_ledger")" 0 "ledger rows after the wrong CA"
 assert_eq "$(sql "SELECT count(*) FROM dedupd.keys")" 0 "keys after the wrong CA"
