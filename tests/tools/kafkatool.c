@@ -116,6 +116,9 @@ static rd_kafka_t *producer_new(const struct produce_opts *o, const char *txn_id
 {
         char err[512];
         rd_kafka_conf_t *conf = base_conf();
+        /* The defaults first: a -X property overrides them (linger.ms=1 for a latency run). */
+        rd_kafka_conf_set(conf, "enable.idempotence", "true", err, sizeof(err));
+        rd_kafka_conf_set(conf, "linger.ms", "5", err, sizeof(err));
         for (int i = 0; i < o->np; i++) {
                 char *eq = strchr(o->props[i], '=');
                 if (!eq)
@@ -124,8 +127,6 @@ static rd_kafka_t *producer_new(const struct produce_opts *o, const char *txn_id
                 if (rd_kafka_conf_set(conf, o->props[i], eq + 1, err, sizeof(err)))
                         die("%s", err);
         }
-        rd_kafka_conf_set(conf, "enable.idempotence", "true", err, sizeof(err));
-        rd_kafka_conf_set(conf, "linger.ms", "5", err, sizeof(err));
         if (txn_id && rd_kafka_conf_set(conf, "transactional.id", txn_id, err, sizeof(err)))
                 die("%s", err);
         rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
@@ -520,17 +521,21 @@ static int cmd_offsets(int argc, char **argv)
 }
 
 /* dump -t TOPIC: every record from the beginning to the current end, one line
- * each: "partition offset key value" then "  header=value" lines. */
+ * each: "partition offset key value" then "  header=value" lines; -l prints
+ * the key's and value's lengths instead of them, -T "partition offset
+ * timestamp_ms" only (the record's timestamp: CreateTime or LogAppendTime). */
 static int cmd_dump(int argc, char **argv)
 {
         const char *topic = NULL;
-        int opt, lengths = 0;
+        int opt, lengths = 0, stamps = 0;
         char err[512];
-        while ((opt = getopt(argc, argv, "t:l")) != -1) {
+        while ((opt = getopt(argc, argv, "t:lT")) != -1) {
                 if (opt == 't')
                         topic = optarg;
                 else if (opt == 'l')
                         lengths = 1;
+                else if (opt == 'T')
+                        stamps = 1;
         }
         if (!topic)
                 die("%s", "dump: -t TOPIC required");
@@ -556,7 +561,11 @@ static int cmd_dump(int argc, char **argv)
                 rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 500);
                 if (!m)
                         continue;
-                if (!m->err && m->offset < hi[m->partition]) {
+                if (!m->err && m->offset < hi[m->partition] && stamps) {
+                        printf("%d %" PRId64 " %" PRId64 "\n", m->partition, m->offset,
+                               rd_kafka_message_timestamp(m, NULL));
+                        remaining--;
+                } else if (!m->err && m->offset < hi[m->partition]) {
                         if (lengths)
                                 printf("%d %" PRId64 " key=%zu value=%zu%s\n", m->partition, m->offset, m->key_len,
                                        m->len, m->payload ? "" : " (null)");
