@@ -85,6 +85,8 @@ static int has_key(int fd, const char *key)
         }
         while (!found && getline(&line, &cap, fp) >= 0)
                 found = !strncmp(line, key, klen) && line[klen] == '\t';
+        if (!found && ferror(fp))
+                found = -1; /* a read that failed is not a key that is absent */
         free(line);
         fclose(fp);
         return found;
@@ -195,11 +197,38 @@ out:
         return ret;
 }
 
+/* In doubt (its owner died before recording an outcome): the file says
+ * whether the effect happened — the question any downstream that keeps the
+ * idempotency key can answer. A file that cannot be read cannot tell. */
+static dedupd_reconcile_t filesink_reconcile(void *state, struct dedupd_ctx *ctx, const struct dedupd_in_doubt *key)
+{
+        struct filesink *f = state;
+        const struct dedupd_host *h = DEDUPD_HOST(ctx);
+        int fd = open(f->path, O_RDONLY | O_CLOEXEC), seen = -1;
+        if (fd >= 0 && flock(fd, LOCK_SH) == 0)
+                seen = has_key(fd, key->idem_key);
+        if (fd >= 0)
+                close(fd);
+        if (seen < 0) {
+                h->log(ctx, DEDUPD_LOG_WARN, "reconcile: cannot read %s: %s", f->path, strerror(errno));
+                return DEDUPD_RECONCILE_UNKNOWN;
+        }
+        if (!seen)
+                return DEDUPD_RECONCILE_REEXECUTE;
+        h->set_response(ctx, "already written", 15);
+        return DEDUPD_RECONCILE_DONE;
+}
+
 static void filesink_fini(void *state) { free(state); }
 
 static const struct dedupd_handler filesink = {
-        DEDUPD_HANDLER_MAGIC,  .name = "filesink",        .flags = DEDUPD_HANDLER_F_CLEAN_REJECT, /* it never rejects */
-        .init = filesink_init, .handle = filesink_handle, .fini = filesink_fini,
+        DEDUPD_HANDLER_MAGIC,
+        .name = "filesink",
+        .flags = DEDUPD_HANDLER_F_CLEAN_REJECT, /* it never rejects */
+        .init = filesink_init,
+        .handle = filesink_handle,
+        .fini = filesink_fini,
+        .reconcile = filesink_reconcile,
 };
 
 DEDUPD_HANDLER_EXPORT(filesink)

@@ -49,11 +49,11 @@ extern "C" {
 #define DEDUPD_HANDLER_ABI_MAJOR 1
 /** The minor version of this header: 0 the first table, 1 emit() and the
  *  evidence fields, 2 exec() and its rows, set_evidence(), ensure_schema(),
- *  the host in every context and the handler's version. A handler built
+ *  the host in every context and the handler's version, 3 reconcile(). A handler built
  *  against an older minor loads unchanged; one that calls what a newer minor
  *  added checks DEDUPD_HOST_HAS(host, member) in init() (see
  *  DEDUPD_HOST_REQUIRE), since an older dedupd has a shorter table. */
-#define DEDUPD_HANDLER_ABI_MINOR 2
+#define DEDUPD_HANDLER_ABI_MINOR 3
 
 /** The symbol every handler exports (see DEDUPD_HANDLER_EXPORT). */
 #define DEDUPD_HANDLER_SYMBOL "dedupd_handler_descriptor"
@@ -295,6 +295,35 @@ enum dedupd_handler_flags {
         DEDUPD_HANDLER_F_CONCURRENT = 1u << 1,
 };
 
+/** An in-doubt key as reconcile() sees it (ABI 1.3): external mode, its
+ *  owner gone before it recorded an outcome. */
+struct dedupd_in_doubt {
+        const char *idem_key; /**< the key dedupd handed the downstream with the effect */
+        const char *topic;
+        int32_t partition;
+        int64_t offset; /**< of the message that first claimed it */
+        int attempts;   /**< how many times the effect may have been started */
+        int reconciled; /**< how many earlier reconcile() calls could not tell */
+};
+
+/** What reconcile() learned from the downstream about an in-doubt key. */
+typedef enum {
+        /** Cannot tell now (the downstream is away, it does not know yet): the
+         *  key stays EXPIRED and is asked again at the reaper's next round,
+         *  up to external.reconcile_tries; its message meanwhile gets
+         *  on_expired. */
+        DEDUPD_RECONCILE_UNKNOWN = 0,
+        /** The effect happened: the key becomes DONE (the response set with
+         *  host->set_response, or "reconciled: done") and its messages are
+         *  absorbed as duplicates. */
+        DEDUPD_RECONCILE_DONE = 1,
+        /** It did not happen and must not: FAILED, like a REJECT. */
+        DEDUPD_RECONCILE_FAILED = 2,
+        /** It did not happen: the key's next message runs the effect again
+         *  (attempts + 1), once. */
+        DEDUPD_RECONCILE_REEXECUTE = 3,
+} dedupd_reconcile_t;
+
 /**
  * The descriptor a handler returns. Must begin with abi_major and size.
  */
@@ -348,6 +377,17 @@ struct dedupd_handler {
         /** Optional. The handler's own version ("1.0.3"), printed by
          *  `dedupctl check` and in dedupd's "handler ... loaded" line. */
         const char *version;
+
+        /* ---- appended in ABI 1.3 ---- */
+
+        /** Optional, external mode: ask the downstream, by the key dedupd gave
+         *  it, whether an in-doubt key's effect happened. The lease reaper
+         *  calls it for keys it marks EXPIRED (at most
+         *  external.reconcile_budget a round), and a message that meets an
+         *  EXPIRED key calls it before on_expired applies. Runs on dedupd's
+         *  connection in autocommit, like handle() in external mode; it must
+         *  bound its own time (a call out with a timeout). */
+        dedupd_reconcile_t (*reconcile)(void *state, struct dedupd_ctx *ctx, const struct dedupd_in_doubt *key);
 };
 
 /** Fills the descriptor's ABI fields (PostgreSQL's PG_MODULE_MAGIC is the

@@ -84,6 +84,9 @@ struct topic_conf {
         int64_t lease_ms;
         int64_t expire_grace_ms;
         enum expired_policy on_expired;
+        int reconcile;        /* ask the handler's reconcile(), when it has one */
+        int reconcile_tries;  /* reconcile() answers that could not tell, before on_expired for good */
+        int reconcile_budget; /* keys asked per topic and reaper round */
 
         /* fingerprint: */
         json_t *fingerprint_fields; /* list of JSON paths; NULL: the whole payload */

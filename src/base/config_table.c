@@ -176,6 +176,27 @@ static const struct field external_fields[] = {
          .def = "dead-letter",
          .names = on_expired_names,
          .desc = "A message whose key is EXPIRED: dead-letter (for reconciliation), skip, or reexecute"},
+        {.name = "reconcile",
+         .type = F_BOOL,
+         .off = TOFF(reconcile),
+         .def = "true",
+         .desc = "Ask the handler's reconcile() (ABI 1.3, when it has one) whether an EXPIRED key's effect happened, "
+                 "before on_expired applies; false: on_expired alone"},
+        {.name = "reconcile_tries",
+         .type = F_INT,
+         .off = TOFF(reconcile_tries),
+         .def = "5",
+         .min = 1,
+         .max = 1000,
+         .desc = "A handler with reconcile(): how many times an EXPIRED key is asked before it is left to "
+                 "on_expired for good"},
+        {.name = "reconcile_budget",
+         .type = F_INT,
+         .off = TOFF(reconcile_budget),
+         .def = "100",
+         .min = 1,
+         .max = 100000,
+         .desc = "A handler with reconcile(): most keys the reaper asks about per topic and round (every 5 s)"},
         {.name = NULL},
 };
 

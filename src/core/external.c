@@ -19,6 +19,8 @@
 #include "core/watchdog.h"
 #include "ops/metrics.h"
 #include "pg/offsets.h"
+#include "core/pipeline.h"
+#include "core/reconcile.h"
 
 #define REAP_INTERVAL_MS 5000
 #define REAP_BATCH 500
@@ -223,12 +225,57 @@ static enum pl_rc ext_mismatch(struct pl_topic *pt, struct pl_entry *e, const st
         return PL_OK;
 }
 
-/* A key that is EXPIRED (in doubt): on_expired decides. */
-static enum pl_rc ext_expired(struct pl_topic *pt, struct pl_entry *e, const char *mctx, enum item_state *out,
-                              char *err, size_t errsz)
+static enum pl_rc ext_pending(struct pl_topic *pt, struct pl_entry *e, const struct store_ext_row *row,
+                              const char *mctx, enum item_state *out, char *err, size_t errsz);
+
+/* An EXPIRED key and a handler with reconcile(): asked first. *handled = 0:
+ * it could not tell (or was asked enough), on_expired decides. */
+static enum pl_rc ext_reconcile(struct pl_topic *pt, struct pl_entry *e, const struct store_ext_row *row,
+                                const char *mctx, enum item_state *out, int *handled, char *err, size_t errsz)
 {
-        int attempts;
+        struct reconcile_key k = {e->st.idem_key, e->msg->partition, e->msg->offset, row->attempts, row->reconciled};
+        struct store_ext_row now;
+        enum reconcile_outcome o;
         enum store_rc rc;
+        int found = 0;
+        *handled = 0;
+        if (row->reconciled >= pt->t->reconcile_tries)
+                return PL_OK;
+        if ((rc = reconcile_key(pt->handler, pt->store, pt->cfg->namespace, pt->t, &k, &o, err, errsz)))
+                return key_fail(pt, e, rc);
+        *handled = o != RECONCILE_UNKNOWN;
+        switch (o) {
+        case RECONCILE_DONE:
+        case RECONCILE_FAILED: *out = ITEM_KNOWN; return PL_OK; /* absorbed: the effect's outcome is known now */
+        case RECONCILE_UNKNOWN: return PL_OK;
+        case RECONCILE_REEXECUTE: break;
+        case RECONCILE_MOVED:
+                snprintf(err, errsz, "offset %lld: key %s was answered elsewhere meanwhile: backing off",
+                         (long long)e->msg->offset, e->st.idem_key);
+                return PL_RETRY;
+        }
+        /* PENDING with its lease run out: taken over and run here, once. */
+        if ((rc = store_ext_read(pt->store, pt->cfg->namespace, e->st.idem_key, &now, &found, err, errsz)))
+                return key_fail(pt, e, rc);
+        if (!found || now.status != KEY_PENDING) {
+                snprintf(err, errsz, "offset %lld: key %s changed after reconcile(): backing off",
+                         (long long)e->msg->offset, e->st.idem_key);
+                return PL_RETRY;
+        }
+        return ext_pending(pt, e, &now, mctx, out, err, errsz);
+}
+
+/* A key that is EXPIRED (in doubt): reconcile() when the handler has one,
+ * then on_expired decides. */
+static enum pl_rc ext_expired(struct pl_topic *pt, struct pl_entry *e, const struct store_ext_row *row,
+                              const char *mctx, enum item_state *out, char *err, size_t errsz)
+{
+        int attempts, handled = 0;
+        enum store_rc rc;
+        enum pl_rc ret;
+        if (pt->t->reconcile && loader_has_reconcile(pt->handler) &&
+            ((ret = ext_reconcile(pt, e, row, mctx, out, &handled, err, errsz)) != PL_OK || handled))
+                return ret;
         switch (pt->t->on_expired) {
         case EXPIRED_DEAD_LETTER: return ext_dead_letter_expired(pt, e, mctx, out, err, errsz);
         case EXPIRED_SKIP:
@@ -354,7 +401,7 @@ static enum pl_rc ext_one(struct pl_topic *pt, struct pl_entry *e, enum item_sta
         switch (row.status) {
         case KEY_DONE:
         case KEY_FAILED: return ext_known(pt, e, &row, mctx, out, mismatch, err, errsz);
-        case KEY_EXPIRED: return ext_expired(pt, e, mctx, out, err, errsz);
+        case KEY_EXPIRED: return ext_expired(pt, e, &row, mctx, out, err, errsz);
         case KEY_PENDING: break;
         }
         return ext_pending(pt, e, &row, mctx, out, err, errsz);
@@ -474,9 +521,26 @@ out:
 
 const struct mode mode_external = {"external", external_process};
 
-void external_reap_tick(const struct config *cfg, struct store *s, int64_t now_ms)
+/* What a reaper round marked EXPIRED: counted and logged. */
+static void report_reaped(const struct topic_conf *t, size_t total, const char *sample)
 {
-        char err[512], sample[400], ctx[200], d[64];
+        char ctx[200], d[64];
+        if (!total)
+                return;
+        ext.stats.expired_reaped += total;
+        metrics_expired(t->name, total);
+        snprintf(ctx, sizeof(ctx), "topic:%s", t->name);
+        log_warn(ctx,
+                 "reaper: %zu PENDING key%s whose lease ran out more than %s ago marked EXPIRED "
+                 "(in doubt: the effect may or may not have happened; reconcile): %s; "
+                 "%" PRIu64 " since start",
+                 total, total == 1 ? "" : "s", config_format_duration(t->expire_grace_ms, d, sizeof(d)), sample,
+                 ext.stats.expired_reaped);
+}
+
+void external_reap_tick(const struct config *cfg, struct store *s, struct pipeline *pl, int64_t now_ms)
+{
+        char err[512], sample[400];
 
         if (ext.reaped_once && now_ms - ext.last_reap_ms < REAP_INTERVAL_MS)
                 return;
@@ -502,16 +566,8 @@ void external_reap_tick(const struct config *cfg, struct store *s, int64_t now_m
                         if (got < REAP_BATCH)
                                 break;
                 }
-                if (!total)
-                        continue;
-                ext.stats.expired_reaped += total;
-                metrics_expired(t->name, total);
-                snprintf(ctx, sizeof(ctx), "topic:%s", t->name);
-                log_warn(ctx,
-                         "reaper: %zu PENDING key%s whose lease ran out more than %s ago marked EXPIRED "
-                         "(in doubt: the effect may or may not have happened; reconcile): %s; "
-                         "%" PRIu64 " since start",
-                         total, total == 1 ? "" : "s", config_format_duration(t->expire_grace_ms, d, sizeof(d)), sample,
-                         ext.stats.expired_reaped);
+                report_reaped(t, total, sample);
+                if (pl && t->reconcile && loader_has_reconcile(pipeline_handler(pl, i)))
+                        reconcile_round(pipeline_handler(pl, i), s, cfg->namespace, t);
         }
 }

@@ -29,9 +29,11 @@
  * The reaper, called from the consumer's loop between batches; it does its
  * work at most every few seconds. Marks PENDING keys whose lease ran out more
  * than `external.expire_after` ago EXPIRED (in doubt), in small batches, and
- * logs how many at WARN.
+ * logs how many at WARN; then, for a topic whose handler has reconcile()
+ * (pl's), asks it about EXPIRED keys (core/reconcile.h).
  */
-void external_reap_tick(const struct config *cfg, struct store *s, int64_t now_ms);
+struct pipeline;
+void external_reap_tick(const struct config *cfg, struct store *s, struct pipeline *pl, int64_t now_ms);
 
 /** This process's owner id (instance_owner: one id for its leases and its crash-loop ledger rows). */
 const char *external_owner(void);

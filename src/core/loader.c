@@ -112,6 +112,11 @@ const char *loader_version(const struct handler *h)
         return DEDUPD_HANDLER_HAS(h->desc, version) && h->desc->version && *h->desc->version ? h->desc->version : NULL;
 }
 
+int loader_has_reconcile(const struct handler *h)
+{
+        return h && h->desc && DEDUPD_HANDLER_HAS(h->desc, reconcile) && h->desc->reconcile;
+}
+
 void loader_close(struct handler *h)
 {
         if (h->initialized && h->desc && h->desc->fini)

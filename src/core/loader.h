@@ -45,6 +45,9 @@ int loader_init(struct handler *h, const json_t *config, struct store *setup, co
 /** The handler's version string (descriptor, ABI 1.2), NULL when it has none. */
 const char *loader_version(const struct handler *h);
 
+/** 1 when the handler has reconcile() (descriptor, ABI 1.3). */
+int loader_has_reconcile(const struct handler *h);
+
 /** fini() (when initialized) and dlclose. Safe on a zeroed struct. */
 void loader_close(struct handler *h);
 

@@ -93,6 +93,8 @@ size_t pipeline_add_lane(struct pipeline *pl, struct store *store, struct watchd
         return pl->nlanes++;
 }
 
+struct handler *pipeline_handler(struct pipeline *pl, size_t topic_idx) { return &pl->handlers[topic_idx]; }
+
 size_t pipeline_lanes(const struct pipeline *pl) { return pl->nlanes; }
 
 struct store *pipeline_lane_store(const struct pipeline *pl, size_t lane) { return pl->lanes[lane].store; }

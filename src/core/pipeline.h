@@ -29,6 +29,8 @@ void pipeline_free(struct pipeline *pl);
  */
 size_t pipeline_add_lane(struct pipeline *pl, struct store *store, struct watchdog *w);
 size_t pipeline_lanes(const struct pipeline *pl);
+/** Topic topic_idx's handler (the reaper asks its reconcile()). */
+struct handler *pipeline_handler(struct pipeline *pl, size_t topic_idx);
 struct store *pipeline_lane_store(const struct pipeline *pl, size_t lane);
 
 /** 0 when every topic may run on several lanes at once (transactional

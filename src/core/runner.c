@@ -1064,7 +1064,7 @@ static void housekeeping(struct runner *r, int64_t now)
         instance_tick(r->store, r->cfg, now); /* first: the relay below may take a while */
         relay(r, pipeline_take_outbox(r->pl) > 0);
         retention_tick(r->store, r->cfg, log_now_ms()); /* every purge.interval_ms */
-        external_reap_tick(r->cfg, r->store, now);
+        external_reap_tick(r->cfg, r->store, r->pl, now);
         read_gauges(r, now);
         record_skipped(r, now);
 }

@@ -23,6 +23,7 @@ enum family {
         QUARANTINES,
         TAKEOVERS,
         EXPIRED,
+        RECONCILED,
         OUTBOX_BACKLOG,
         OUTBOX_PUBLISHED,
         OUTBOX_FAILURES,
@@ -93,6 +94,12 @@ static const struct metric_def defs[FAMILIES] = {
                      .type = METRIC_COUNTER,
                      .help = "External mode: PENDING keys the reaper marked EXPIRED",
                      .labels = {"topic"}},
+        [RECONCILED] = {.name = "dedupd_reconcile_total",
+                        .type = METRIC_COUNTER,
+                        .help = "External mode: in-doubt (EXPIRED) keys the handler's reconcile() was asked about, by "
+                                "answer: done, failed, reexecute, unknown (asked again later), error (the answer could "
+                                "not be recorded)",
+                        .labels = {"topic", "answer"}},
         [OUTBOX_BACKLOG] = {.name = "dedupd_outbox_backlog",
                             .type = METRIC_GAUGE,
                             .help = "Outbox rows committed but not yet published (given-up rows not counted)"},
@@ -255,6 +262,11 @@ void metrics_quarantine(const char *topic) { inc(QUARANTINES, (const char *const
 void metrics_takeover(const char *topic) { inc(TAKEOVERS, (const char *const[]){topic}, 1); }
 
 void metrics_expired(const char *topic, uint64_t n) { inc(EXPIRED, (const char *const[]){topic}, (double)n); }
+
+void metrics_reconciled(const char *topic, const char *answer)
+{
+        inc(RECONCILED, (const char *const[]){topic, answer}, 1);
+}
 
 void metrics_outbox_backlog(uint64_t rows) { set(OUTBOX_BACKLOG, NULL, (double)rows); }
 

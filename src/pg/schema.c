@@ -190,6 +190,10 @@ static const char *const migrations[] = {
         "  declared_at timestamptz NOT NULL DEFAULT now(),"
         "  PRIMARY KEY (namespace, topic)"
         ");",
+        /* 13: how many times reconcile() was asked about an in-doubt
+         *    (EXPIRED) key (issue 21): the reaper stops asking after
+         *    external.reconcile_tries. A constant default: no table rewrite */
+        "ALTER TABLE dedupd.keys ADD COLUMN IF NOT EXISTS reconciled integer NOT NULL DEFAULT 0;",
 };
 #define MIGRATION_CNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -302,6 +306,7 @@ static const struct schema_column {
         {"keys", "offset", "bigint", 1},
         {"keys", "owner", "text", 1}, /* external mode */
         {"keys", "partition", "integer", 1},
+        {"keys", "reconciled", "integer", 0}, /* reconcile() answers on an EXPIRED key */
         {"keys", "response", "text", 1},
         {"keys", "response_expires_at", "timestamp with time zone", 1},
         {"keys", "status", "text", 0}, /* PENDING, DONE, FAILED, EXPIRED */

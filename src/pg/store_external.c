@@ -66,7 +66,7 @@ enum store_rc store_ext_read(struct store *s, const char *ns, const char *key, s
         *found = 0;
         rc = store_query(s,
                          "SELECT status, owner, lease_until, status = 'PENDING' AND lease_until > now(),"
-                         " attempts, response, encode(fingerprint, 'hex')"
+                         " attempts, response, encode(fingerprint, 'hex'), reconciled"
                          " FROM dedupd.keys WHERE namespace = $1 AND idem_key = $2",
                          2, params, &r, err, errsz);
         if (rc)
@@ -80,6 +80,7 @@ enum store_rc store_ext_read(struct store *s, const char *ns, const char *key, s
                 row->attempts = atoi(PQgetvalue(r, 0, 4));
                 copy_field(row->response, sizeof(row->response), r, 0, 5);
                 copy_field(row->fingerprint, sizeof(row->fingerprint), r, 0, 6);
+                row->reconciled = atoi(PQgetvalue(r, 0, 7));
         }
         PQclear(r);
         return STORE_OK;

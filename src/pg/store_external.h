@@ -22,6 +22,7 @@ struct store_ext_row {
         char lease_until[64]; /* "" when NULL; the database's text form */
         int live;             /* PENDING and lease_until > now() */
         int attempts;
+        int reconciled;       /* reconcile() answers that could not tell */
         char response[256];   /* first response, cut to fit; "" when NULL */
         char fingerprint[65]; /* hex; "" when NULL */
 };

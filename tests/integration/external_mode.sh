@@ -152,6 +152,8 @@ TD="ext_expired_$$"
 topic "$TD" 1
 for p in dead-letter skip reexecute; do
         ext_config "$WORK/d-$p.yaml" "$TD" "$WORK/d.sink" 0 30000 "$p" "ext-d-$$"
+        # on_expired alone: the file sink's reconcile() has its own test (external_reconcile)
+        sed -i "s/on_expired: $p}/on_expired: $p, reconcile: false}/" "$WORK/d-$p.yaml"
 done
 for k in d1 d2 d3; do
         sql "INSERT INTO dedupd.keys (namespace, idem_key, status, topic, partition, \"offset\", attempts, owner, lease_until)
