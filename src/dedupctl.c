@@ -51,6 +51,17 @@ static const struct command commands[] = {
          "role table apply", 1, 0, cmd_grant_args, cmd_grant},
         {"inspect", "-c FILE KEY", "show a key's record (status, first response, origin, times)",
          "Show a key's record: status, first response, origin, times.", "", 1, 1, NULL, cmd_inspect},
+        {"rerun", "-c FILE KEY --reason TEXT [--emit-only] [--by NAME]",
+         "an audited re-run of one key: run its effect once more, or emit its outbox again",
+         "Re-run one key, recorded in dedupd.reruns with who asked (--by, else $SUDO_USER or $USER, and the\n"
+         "database role), why, and the outcome the key had. Without --emit-only the key's row goes: the key's\n"
+         "next delivery (a redelivery, or dedupctl replay, whose command it prints) runs the handler once more,\n"
+         "as a new generation; a handler whose own tables refuse a second effect refuses it. With --emit-only\n"
+         "the key stays and its outbox rows are published again by the relay, with the identity they went out\n"
+         "with. Refused (exit 1): a key not found, a PENDING key (running, or in doubt), --emit-only without\n"
+         "outbox rows. dedupctl inspect shows a key's re-runs, stats counts them, verify allows one more effect\n"
+         "per re-run.",
+         "reason emit-only by", 1, 1, cmd_rerun_args, cmd_rerun},
         {"stats", "-c FILE", "keys by status and per-partition progress of the namespace",
          "Keys by status and per-partition progress of the namespace.", "", 1, 0, NULL, cmd_stats},
         {"purge", "-c FILE [--batch N] [--dry-run]", "purge expired responses, keys, progress and sent outbox rows now",
@@ -128,6 +139,9 @@ enum {
         OPT_MAN,
         OPT_WAIT,
         OPT_ENV_FILE,
+        OPT_REASON,
+        OPT_EMIT_ONLY,
+        OPT_BY,
 };
 static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
@@ -157,6 +171,9 @@ static const struct option opts[] = {
         {"man", no_argument, NULL, OPT_MAN},
         {"wait", required_argument, NULL, OPT_WAIT},
         {"env-file", required_argument, NULL, OPT_ENV_FILE},
+        {"reason", required_argument, NULL, OPT_REASON},
+        {"emit-only", no_argument, NULL, OPT_EMIT_ONLY},
+        {"by", required_argument, NULL, OPT_BY},
         {NULL, 0, NULL, 0},
 };
 
@@ -190,6 +207,9 @@ static const struct {
         {"limit", "N", "list: at most N rows (default 100)"},
         {"markdown", NULL, "as Markdown (docs/configuration.md)"},
         {"man", NULL, "as the body of the man page dedupd.yaml(5), for pandoc"},
+        {"reason", "TEXT", "why (required; kept with the re-run)"},
+        {"emit-only", NULL, "publish the key's outbox rows again; its effect does not run"},
+        {"by", "NAME", "who asks (default: $SUDO_USER, else $USER)"},
 };
 
 static const struct command *command_named(const char *name)
@@ -357,6 +377,9 @@ static int take_option(const struct command *c, int opt, struct cmd_args *a)
         case OPT_MAN: a->markdown = 2; break;
         case OPT_WAIT: a->wait = optarg; break;
         case OPT_ENV_FILE: a->env_file = optarg; break;
+        case OPT_REASON: a->reason = optarg; break;
+        case OPT_EMIT_ONLY: a->emit_only = 1; break;
+        case OPT_BY: a->by = optarg; break;
         default: command_help(stderr, c); return 2;
         }
         return -1;

@@ -108,7 +108,10 @@ static char *evidence_sql(enum store_evidence_check check, const char *t, const 
                                 " LEFT JOIN dedupd.keys k ON k.namespace = $1 AND k.idem_key = e.%2$s"
                                 " WHERE (k.idem_key IS NOT NULL OR NOT EXISTS"
                                 " (SELECT 1 FROM dedupd.keys o WHERE o.idem_key = e.%2$s)) AND $2::text[] IS NOT NULL"
-                                " GROUP BY e.%2$s, k.topic, k.partition, k.\"offset\" HAVING count(*) > 1"
+                                " GROUP BY e.%2$s, k.topic, k.partition, k.\"offset\""
+                                /* one more effect per audited re-run (dedupctl rerun) */
+                                " HAVING count(*) > 1 + (SELECT count(*) FROM dedupd.reruns r"
+                                " WHERE r.namespace = $1 AND r.idem_key = e.%2$s AND r.mode = 'reexecute')"
                                 " ORDER BY e.%2$s",
                                 t, k);
                 break;

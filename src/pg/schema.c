@@ -194,6 +194,27 @@ static const char *const migrations[] = {
          *    (EXPIRED) key (issue 21): the reaper stops asking after
          *    external.reconcile_tries. A constant default: no table rewrite */
         "ALTER TABLE dedupd.keys ADD COLUMN IF NOT EXISTS reconciled integer NOT NULL DEFAULT 0;",
+        /* 14: an operator's audited re-runs of a key (dedupctl rerun, issue
+         *    21): who, why, and the outcome the key had before */
+        "CREATE TABLE IF NOT EXISTS dedupd.reruns ("
+        "  namespace       text        NOT NULL,"
+        "  idem_key        text        NOT NULL,"
+        "  generation      integer     NOT NULL,"
+        "  mode            text        NOT NULL CHECK (mode IN ('reexecute', 'emit-only')),"
+        "  requested_at    timestamptz NOT NULL DEFAULT now(),"
+        "  requested_by    text        NOT NULL,"
+        "  db_user         text        NOT NULL DEFAULT session_user,"
+        "  reason          text        NOT NULL CHECK (reason <> ''),"
+        "  outbox_rows     integer     NOT NULL DEFAULT 0,"
+        "  prev_status     text        NOT NULL,"
+        "  prev_response   text,"
+        "  prev_attempts   integer,"
+        "  prev_topic      text,"
+        "  prev_partition  integer,"
+        "  prev_offset     bigint,"
+        "  prev_created_at timestamptz,"
+        "  PRIMARY KEY (namespace, idem_key, generation)"
+        ");",
 };
 #define MIGRATION_CNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -359,6 +380,22 @@ static const struct schema_column {
         {"progress_log", "partition", "integer", 0},
         {"progress_log", "rejected", "bigint", 0},
         {"progress_log", "topic", "text", 0},
+        {"reruns", "db_user", "text", 0},
+        {"reruns", "generation", "integer", 0},
+        {"reruns", "idem_key", "text", 0},
+        {"reruns", "mode", "text", 0}, /* reexecute, emit-only */
+        {"reruns", "namespace", "text", 0},
+        {"reruns", "outbox_rows", "integer", 0},
+        {"reruns", "prev_attempts", "integer", 1},
+        {"reruns", "prev_created_at", "timestamp with time zone", 1},
+        {"reruns", "prev_offset", "bigint", 1},
+        {"reruns", "prev_partition", "integer", 1},
+        {"reruns", "prev_response", "text", 1},
+        {"reruns", "prev_status", "text", 0},
+        {"reruns", "prev_topic", "text", 1},
+        {"reruns", "reason", "text", 0},
+        {"reruns", "requested_at", "timestamp with time zone", 0},
+        {"reruns", "requested_by", "text", 0},
         {"schema_migrations", "applied_at", "timestamp with time zone", 0},
         {"schema_migrations", "version", "integer", 0},
         {"txn_guard", "xid", "xid8", 0}, /* a batch's transaction between its claim and its handler's end */

@@ -12,6 +12,7 @@
 #include "pg/audit.h"
 #include "pg/grants.h"
 #include "pg/schema.h"
+#include "pg/reruns.h"
 #include "pg/store.h"
 #include "source/brokers.h"
 #include "tools/check.h"
@@ -117,6 +118,26 @@ int cmd_grant(struct config *cfg, const struct cmd_args *a)
         return rc;
 }
 
+/* A key's re-runs (dedupctl rerun), after its record; gone: its row went
+ * with the last one and its next delivery is awaited. Returns how many, or -1. */
+static int print_reruns(struct store *s, const char *ns, const char *key, int gone)
+{
+        PGresult *r = NULL;
+        char err[512];
+        if (store_rerun_history(s, ns, key, &r, err, sizeof(err)))
+                return -1;
+        int n = PQntuples(r);
+        if (n && gone)
+                printf("key %s: no record now: re-run %s, its next delivery runs the handler once more\n", key,
+                       PQgetvalue(r, n - 1, 0));
+        if (n) {
+                printf("re-runs of %s:\n", key);
+                rows_print(r);
+        }
+        PQclear(r);
+        return n;
+}
+
 int cmd_inspect(struct config *cfg, const struct cmd_args *a)
 {
         const char *key = a->words[0];
@@ -138,14 +159,15 @@ int cmd_inspect(struct config *cfg, const struct cmd_args *a)
                         q = store_audit_key(s, cfg->namespace, stored, &r, err, sizeof(err));
                 }
         }
-        if (q) {
-                fprintf(stderr, "dedupctl: %s\n", err);
+        int reruns = q ? 0 : print_reruns(s, cfg->namespace, key, PQntuples(r) == 0);
+        if (q || reruns < 0) {
+                fprintf(stderr, "dedupctl: %s\n", q ? err : "reading the key's re-runs failed");
                 rc = 2;
-        } else if (PQntuples(r) == 0) {
+        } else if (PQntuples(r) == 0 && !reruns) {
                 fprintf(stderr, "dedupctl: key '%s' not found in namespace %s\n", key, cfg->namespace);
                 rc = 1;
         } else {
-                for (int c = 0; c < PQnfields(r); c++)
+                for (int c = 0; PQntuples(r) && c < PQnfields(r); c++)
                         printf("%-19s %s\n", PQfname(r, c), PQgetisnull(r, 0, c) ? "(null)" : PQgetvalue(r, 0, c));
                 rc = 0;
         }
@@ -174,6 +196,16 @@ int cmd_stats(struct config *cfg, const struct cmd_args *a)
         if (store_audit_partitions(s, cfg->namespace, &r, err, sizeof(err)) == STORE_OK) {
                 printf("progress per partition:\n");
                 rows_print(r);
+                PQclear(r);
+        } else if (!rc) {
+                fprintf(stderr, "dedupctl: %s\n", err);
+                rc = 2;
+        }
+        if (!rc && store_rerun_counts(s, cfg->namespace, &r, err, sizeof(err)) == STORE_OK) {
+                if (PQntuples(r)) {
+                        printf("re-runs (dedupctl rerun):\n");
+                        rows_print(r);
+                }
                 PQclear(r);
         } else if (!rc) {
                 fprintf(stderr, "dedupctl: %s\n", err);
@@ -405,6 +437,18 @@ int cmd_check(struct config *cfg, const struct cmd_args *a)
 }
 
 int cmd_outbox(struct config *cfg, const struct cmd_args *a) { return outbox_run(cfg, &a->outbox); }
+
+int cmd_rerun_args(struct cmd_args *a)
+{
+        char err[256];
+        if (rerun_parse(a->words[0], a->reason, a->by, a->emit_only, &a->rerun, err, sizeof(err))) {
+                fprintf(stderr, "dedupctl rerun: %s\n", err);
+                return -1;
+        }
+        return 0;
+}
+
+int cmd_rerun(struct config *cfg, const struct cmd_args *a) { return rerun_run(cfg, &a->rerun); }
 
 int cmd_grant_args(struct cmd_args *a)
 {

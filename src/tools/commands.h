@@ -8,6 +8,7 @@
 #include "base/config.h"
 #include "source/replay.h"
 #include "tools/outbox.h"
+#include "tools/rerun.h"
 
 /** A command's arguments: the options as given, then what its args step made of them. */
 struct cmd_args {
@@ -20,17 +21,20 @@ struct cmd_args {
         const char *role;       /* grant --role */
         const char *tables[64]; /* grant --table, repeated */
         size_t table_cnt;
-        int apply;         /* grant --apply */
-        int all, unsent;   /* outbox --all, --unsent */
-        const char *limit; /* outbox list --limit */
-        int markdown;      /* help-config: 1 --markdown, 2 --man */
-        int nwords;        /* what follows the options: inspect's KEY, outbox's ACTION [ID...] */
+        int apply;               /* grant --apply */
+        int all, unsent;         /* outbox --all, --unsent */
+        const char *limit;       /* outbox list --limit */
+        int markdown;            /* help-config: 1 --markdown, 2 --man */
+        const char *reason, *by; /* rerun --reason, --by */
+        int emit_only;           /* rerun --emit-only */
+        int nwords;              /* what follows the options: inspect's KEY, outbox's ACTION [ID...] */
         char *const *words;
 
         /* Made by the args steps, before the config is read. */
         struct replay_opts replay;
         int32_t *parts; /* replay --partitions */
         struct outbox_opts outbox;
+        struct rerun_opts rerun;
         int batch_rows;    /* purge --batch (0: purge.batch) */
         double rate_per_s; /* plan --rate */
 };
@@ -46,6 +50,7 @@ int cmd_outbox(struct config *cfg, const struct cmd_args *a);
 int cmd_plan(struct config *cfg, const struct cmd_args *a);
 int cmd_replay(struct config *cfg, const struct cmd_args *a);
 int cmd_verify(struct config *cfg, const struct cmd_args *a);
+int cmd_rerun(struct config *cfg, const struct cmd_args *a);
 
 /* The args steps: the option combinations checked and parsed before the
  * config is read; 0, or -1 after saying why (bad usage: exit 2). */
@@ -54,6 +59,7 @@ int cmd_purge_args(struct cmd_args *a);
 int cmd_outbox_args(struct cmd_args *a);
 int cmd_plan_args(struct cmd_args *a);
 int cmd_replay_args(struct cmd_args *a);
+int cmd_rerun_args(struct cmd_args *a);
 
 void cmd_args_free(struct cmd_args *a);
 
