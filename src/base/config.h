@@ -43,6 +43,7 @@ struct retention_class {
 enum topic_mode { MODE_TRANSACTIONAL = 0, MODE_EXTERNAL = 1 };
 enum expired_policy { EXPIRED_DEAD_LETTER = 0, EXPIRED_SKIP, EXPIRED_REEXECUTE };
 enum mismatch_policy { MISMATCH_ABSORB = 0, MISMATCH_DEAD_LETTER };
+enum failed_policy { FAILED_ABSORB = 0, FAILED_RETRY };
 
 struct topic_conf {
         char *name;
@@ -84,6 +85,8 @@ struct topic_conf {
         int64_t lease_ms;
         int64_t expire_grace_ms;
         enum expired_policy on_expired;
+        enum failed_policy on_failed; /* a FAILED key's next message: absorbed, or run again after a while */
+        int64_t on_failed_after_ms;
         int reconcile;        /* ask the handler's reconcile(), when it has one */
         int reconcile_tries;  /* reconcile() answers that could not tell, before on_expired for good */
         int reconcile_budget; /* keys asked per topic and reaper round */

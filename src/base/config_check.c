@@ -150,6 +150,11 @@ void config_finish_topics(struct config_checks *w)
                 check_fingerprint_fields(w, t);
                 resolve_retention(w, t);
                 compile_key(w, t);
+                if (t->on_failed == FAILED_RETRY && t->mode == MODE_EXTERNAL)
+                        config_errors_add(w->errs, w->file, t->line, t->col,
+                                          "topic '%s': on_failed: retry is for transactional mode (external mode's "
+                                          "FAILED keys stay: the effect outside PostgreSQL cannot be taken back)",
+                                          t->name);
                 if (cfg->workers > 1 && t->mode == MODE_EXTERNAL)
                         config_errors_add(w->errs, w->file, t->line, t->col,
                                           "topic '%s': external mode runs on one connection: workers must be 1 "

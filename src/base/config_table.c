@@ -18,6 +18,8 @@ static const struct enum_name on_expired_names[] = {{"dead-letter", EXPIRED_DEAD
                                                     {"skip", EXPIRED_SKIP, 0},
                                                     {"reexecute", EXPIRED_REEXECUTE, 0},
                                                     {NULL, 0, 0}};
+static const struct enum_name on_failed_names[] = {
+        {"absorb", FAILED_ABSORB, 0}, {"retry", FAILED_RETRY, 0}, {NULL, 0, 0}};
 static const struct enum_name on_mismatch_names[] = {
         {"absorb", MISMATCH_ABSORB, 0}, {"dead-letter", MISMATCH_DEAD_LETTER, 0}, {NULL, 0, 0}};
 static const struct enum_name log_levels[] = {
@@ -274,6 +276,20 @@ const struct field config_topic_fields[] = {
          .desc = "transactional (the handler's effect commits with the key) or external (effects outside "
                  "PostgreSQL: claim PENDING with a lease, run, finish; docs/design.md §6)"},
         {.name = "external", .type = F_SECTION, .sub = external_fields, .desc = "Settings of mode: external"},
+        {.name = "on_failed",
+         .type = F_ENUM,
+         .off = TOFF(on_failed),
+         .def = "absorb",
+         .names = on_failed_names,
+         .desc = "A message whose key is FAILED (the handler rejected it): absorb (it gets the first rejection, "
+                 "for ever: right for money) or retry (once on_failed_after has passed since the failure it runs "
+                 "again, recorded in dedupd.reruns); transactional mode"},
+        {.name = "on_failed_after",
+         .type = F_DURATION,
+         .off = TOFF(on_failed_after_ms),
+         .def = "1h",
+         .min = 1000,
+         .desc = "on_failed: retry: how long after its failure a FAILED key may run again"},
         {.name = "fingerprint",
          .type = F_SECTION,
          .sub = fingerprint_fields,

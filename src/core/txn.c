@@ -29,6 +29,7 @@
 #include "pg/keys.h"
 #include "pg/offsets.h"
 #include "pg/outbox.h"
+#include "pg/reruns.h"
 
 /* One batch in flight: the items, and where the batch stands. */
 struct txn {
@@ -39,7 +40,8 @@ struct txn {
         int conflict;                   /* the keys' INSERT found one committed since the probe */
         const char **probed;            /* after a conflict: the keys the probe found fresh, sorted */
         size_t nprobed;
-        int reported; /* the conflict was logged */
+        int reported;   /* the conflict was logged */
+        size_t retried; /* FAILED keys this attempt runs again (on_failed: retry) */
         char *err;
         size_t errsz;
 };
@@ -167,6 +169,27 @@ static int *wanted_outcomes(const struct txn *x)
         return want;
 }
 
+/* on_failed: retry — the batch's keys FAILED longer ago than
+ * on_failed_after go (each recorded in dedupd.reruns), so the claim finds
+ * them fresh and the handler runs on them; no statement when absorbed. */
+static enum store_rc retry_failed(struct txn *x)
+{
+        const struct topic_conf *t = x->pt->t;
+        char reason[128], d[64];
+        x->retried = 0;
+        if (t->on_failed != FAILED_RETRY || !x->b.nkeys)
+                return STORE_OK;
+        const char **keys = xcalloc(x->b.nkeys, sizeof(*keys));
+        for (size_t j = 0; j < x->b.nkeys; j++)
+                keys[j] = x->claims[j].key;
+        snprintf(reason, sizeof(reason), "on_failed: retry, FAILED more than %s ago",
+                 config_format_duration(t->on_failed_after_ms, d, sizeof(d)));
+        enum store_rc rc = store_retry_failed(x->pt->store, x->pt->cfg->namespace, keys, x->b.nkeys,
+                                              t->on_failed_after_ms, reason, &x->retried, x->err, x->errsz);
+        free(keys);
+        return rc;
+}
+
 /* 4. BEGIN, watched, and every distinct key looked up in one statement,
  *    which also reads what the batch needs of the keys seen before: the
  *    first outcome where a reply needs it, else only where the fingerprint
@@ -197,7 +220,7 @@ static enum pl_rc claim(struct txn *x)
         free(want);
         snprintf(what, sizeof(what), "batch of %zu from %s", x->b.n, t->name);
         watchdog_arm(pt->watchdog, pt->store, t->batch_timeout_ms, what);
-        if ((rc = store_begin_batch(pt->store, x->err, x->errsz)))
+        if ((rc = store_begin_batch(pt->store, x->err, x->errsz)) || (rc = retry_failed(x)))
                 return failed(x, rc);
         if (x->pessimistic)
                 rc = store_claim(pt->store, pt->cfg->namespace, x->claims, k, t->retention ? t->retention->keep_ms : 0,
@@ -394,6 +417,11 @@ static size_t committed(struct txn *x, struct pl_commit *commits)
         struct pl_topic *pt = x->pt;
         size_t nc = step_committed(pt, x->b.prog, x->b.nprog, commits);
         count_refusals(x);
+        if (x->retried) {
+                metrics_failed_retried(pt->t->name, x->retried);
+                log_info(pt->ctx, "%zu FAILED key%s ran again (on_failed: retry)", x->retried,
+                         x->retried == 1 ? "" : "s");
+        }
         pt->stats->batches++;
         pt->stats->consumed += x->b.n;
         for (size_t j = 0; j < x->b.nfresh; j++) {

@@ -24,6 +24,7 @@ enum family {
         TAKEOVERS,
         EXPIRED,
         RECONCILED,
+        FAILED_RETRIED,
         OUTBOX_BACKLOG,
         OUTBOX_PUBLISHED,
         OUTBOX_FAILURES,
@@ -100,6 +101,10 @@ static const struct metric_def defs[FAMILIES] = {
                                 "answer: done, failed, reexecute, unknown (asked again later), error (the answer could "
                                 "not be recorded)",
                         .labels = {"topic", "answer"}},
+        [FAILED_RETRIED] = {.name = "dedupd_failed_retried_total",
+                            .type = METRIC_COUNTER,
+                            .help = "FAILED keys run again by on_failed: retry (in committed batches)",
+                            .labels = {"topic"}},
         [OUTBOX_BACKLOG] = {.name = "dedupd_outbox_backlog",
                             .type = METRIC_GAUGE,
                             .help = "Outbox rows committed but not yet published (given-up rows not counted)"},
@@ -262,6 +267,11 @@ void metrics_quarantine(const char *topic) { inc(QUARANTINES, (const char *const
 void metrics_takeover(const char *topic) { inc(TAKEOVERS, (const char *const[]){topic}, 1); }
 
 void metrics_expired(const char *topic, uint64_t n) { inc(EXPIRED, (const char *const[]){topic}, (double)n); }
+
+void metrics_failed_retried(const char *topic, uint64_t n)
+{
+        inc(FAILED_RETRIED, (const char *const[]){topic}, (double)n);
+}
 
 void metrics_reconciled(const char *topic, const char *answer)
 {

@@ -32,6 +32,8 @@ void metrics_quarantine(const char *topic);
 /** External mode: a lease taken over from an owner that did not finish; keys the reaper expired. */
 void metrics_takeover(const char *topic);
 void metrics_expired(const char *topic, uint64_t n);
+/** FAILED keys a committed batch ran again (on_failed: retry). */
+void metrics_failed_retried(const char *topic, uint64_t n);
 /** An answer of reconcile(): "done", "failed", "reexecute", "unknown" or "error". */
 void metrics_reconciled(const char *topic, const char *answer);
 /** Rows in the outbox not yet published (given-up ones not counted), and given up. */

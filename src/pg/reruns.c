@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pg/array.h"
+
 static const char *const mode_names[] = {"reexecute", "emit-only"};
 
 /* The key's row, locked: *result says whether it may be re-run. */
@@ -102,6 +104,39 @@ enum store_rc store_rerun(struct store *s, const char *ns, const char *key, enum
 out:
         store_rollback(s);
         return rc;
+}
+
+enum store_rc store_retry_failed(struct store *s, const char *ns, const char *const *keys, size_t nkeys,
+                                 int64_t after_ms, const char *reason, size_t *n, char *err, size_t errsz)
+{
+        struct store_array ka = {0};
+        char after[24];
+        PGresult *r = NULL;
+        enum store_rc rc;
+        for (size_t i = 0; i < nkeys; i++)
+                store_array_text(&ka, keys[i]);
+        snprintf(after, sizeof(after), "%" PRId64, after_ms);
+        const char *params[4] = {ns, store_array_finish(&ka), after, reason};
+        *n = 0;
+        rc = store_query(
+                s,
+                "WITH gone AS (DELETE FROM dedupd.keys WHERE namespace = $1 AND idem_key = ANY($2::text[])"
+                " AND status = 'FAILED' AND updated_at < now() - $3::bigint * interval '1 millisecond'"
+                " RETURNING *)"
+                " INSERT INTO dedupd.reruns (namespace, idem_key, generation, mode, requested_by, reason,"
+                " prev_status, prev_response, prev_attempts, prev_topic, prev_partition, prev_offset,"
+                " prev_created_at)"
+                " SELECT g.namespace, g.idem_key, 1 + (SELECT count(*) FROM dedupd.reruns r"
+                " WHERE r.namespace = g.namespace AND r.idem_key = g.idem_key), 'on-failed', 'dedupd', $4,"
+                " g.status, g.response, g.attempts, g.topic, g.partition, g.\"offset\", g.created_at FROM gone g"
+                " RETURNING idem_key",
+                4, params, &r, err, errsz);
+        store_array_free(&ka);
+        if (rc)
+                return rc;
+        *n = (size_t)PQntuples(r);
+        PQclear(r);
+        return STORE_OK;
 }
 
 enum store_rc store_rerun_history(struct store *s, const char *ns, const char *key, PGresult **out, char *err,

@@ -42,6 +42,16 @@ enum store_rc store_rerun(struct store *s, const char *ns, const char *key, enum
                           const char *reason, enum rerun_result *result, struct rerun_info *info, char *err,
                           size_t errsz) __attribute__((warn_unused_result));
 
+/**
+ * on_failed: retry, inside a batch's transaction before its claim: of the
+ * batch's keys, those FAILED more than after_ms ago are deleted (the claim
+ * then finds them fresh and the handler runs on them) and each gets an
+ * audit row (mode on-failed, by dedupd, with reason). *n = how many.
+ */
+enum store_rc store_retry_failed(struct store *s, const char *ns, const char *const *keys, size_t nkeys,
+                                 int64_t after_ms, const char *reason, size_t *n, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
+
 /** A key's re-runs, oldest first: generation, mode, requested_at, by, db_user, reason, previous status and response. */
 enum store_rc store_rerun_history(struct store *s, const char *ns, const char *key, PGresult **out, char *err,
                                   size_t errsz) __attribute__((warn_unused_result));

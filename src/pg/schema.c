@@ -195,12 +195,13 @@ static const char *const migrations[] = {
          *    external.reconcile_tries. A constant default: no table rewrite */
         "ALTER TABLE dedupd.keys ADD COLUMN IF NOT EXISTS reconciled integer NOT NULL DEFAULT 0;",
         /* 14: an operator's audited re-runs of a key (dedupctl rerun, issue
-         *    21): who, why, and the outcome the key had before */
+         *    21), and FAILED keys on_failed: retry runs again: who, why,
+         *    and the outcome the key had before */
         "CREATE TABLE IF NOT EXISTS dedupd.reruns ("
         "  namespace       text        NOT NULL,"
         "  idem_key        text        NOT NULL,"
         "  generation      integer     NOT NULL,"
-        "  mode            text        NOT NULL CHECK (mode IN ('reexecute', 'emit-only')),"
+        "  mode            text        NOT NULL CHECK (mode IN ('reexecute', 'emit-only', 'on-failed')),"
         "  requested_at    timestamptz NOT NULL DEFAULT now(),"
         "  requested_by    text        NOT NULL,"
         "  db_user         text        NOT NULL DEFAULT session_user,"
@@ -383,7 +384,7 @@ static const struct schema_column {
         {"reruns", "db_user", "text", 0},
         {"reruns", "generation", "integer", 0},
         {"reruns", "idem_key", "text", 0},
-        {"reruns", "mode", "text", 0}, /* reexecute, emit-only */
+        {"reruns", "mode", "text", 0}, /* reexecute, emit-only, on-failed */
         {"reruns", "namespace", "text", 0},
         {"reruns", "outbox_rows", "integer", 0},
         {"reruns", "prev_attempts", "integer", 1},
