@@ -17,6 +17,7 @@
 #include "source/brokers.h"
 #include "tools/check.h"
 #include "tools/plan.h"
+#include "base/isotime.h"
 #include "tools/replay.h"
 #include "tools/rows.h"
 #include "tools/mismatch_report.h"
@@ -232,7 +233,7 @@ static int parse_offset(const char *opt, const char *s, int64_t *out)
 static int parse_time(const char *opt, const char *s, int64_t *out)
 {
         char err[256];
-        if (replay_parse_time(s, out, err, sizeof(err))) {
+        if (isotime_parse(s, out, err, sizeof(err))) {
                 fprintf(stderr, "dedupctl: %s: %s\n", opt, err);
                 return -1;
         }

@@ -8,10 +8,6 @@
 #include "base/config.h"
 #include "source/replay.h"
 
-/** "2026-11-29T20:00:00Z" (fraction and ±HH:MM allowed, a zone required) or epoch
- *  milliseconds into epoch milliseconds. */
-int replay_parse_time(const char *s, int64_t *ms, char *err, size_t errsz);
-
 /** A Kafka offset (a number >= 0) as given to --to-offset and --from-offset. */
 int replay_parse_offset(const char *s, int64_t *out, char *err, size_t errsz);
 

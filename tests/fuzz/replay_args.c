@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "tools/plan.h"
+#include "base/isotime.h"
 #include "tools/replay.h"
 
 /* An accepted offset is exactly the number written: digits only, no overflow. */
@@ -25,7 +26,7 @@ static void time_arg(const char *s)
 {
         int64_t ms, again;
         char err[512], buf[64];
-        if (replay_parse_time(s, &ms, err, sizeof(err)))
+        if (isotime_parse(s, &ms, err, sizeof(err)))
                 return;
         time_t t = (time_t)(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
         struct tm tm;
@@ -34,7 +35,7 @@ static void time_arg(const char *s)
         /* %Y would write 123, not the four digits ISO-8601 (and the parser) want */
         snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
                  tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms - (int64_t)t * 1000));
-        FUZZ_ASSERT(replay_parse_time(buf, &again, err, sizeof(err)) == 0 && again == ms,
+        FUZZ_ASSERT(isotime_parse(buf, &again, err, sizeof(err)) == 0 && again == ms,
                     "'%s' is %" PRId64 " ms, written back '%s' (%s)", s, ms, buf, err);
 }
 
