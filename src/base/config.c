@@ -906,6 +906,7 @@ void config_free(struct config *cfg)
         for (size_t i = 0; i < cfg->topic_cnt; i++) {
                 fields_free(config_topic_fields, &cfg->topics[i]);
                 keyspec_free(cfg->topics[i].keyspec);
+                keyspec_free(cfg->topics[i].prev_keyspec);
         }
         free(cfg->topics);
         for (size_t i = 0; i < cfg->class_cnt; i++) {

@@ -54,6 +54,11 @@ struct topic_conf {
         char *key_action;
         char *key_request;
         struct keyspec *keyspec; /* compiled from the three above */
+        int key_version;
+        /* key.previous: the template of key_version - 1, probed until key_prev_until_ms */
+        char *key_prev_subject, *key_prev_action, *key_prev_request, *key_prev_until;
+        struct keyspec *prev_keyspec; /* NULL: no previous version */
+        int64_t key_prev_until_ms;
 
         /* handler: */
         char *handler_path;

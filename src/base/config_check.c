@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/config_impl.h"
+#include "base/isotime.h"
 #include "base/keyspec.h"
 #include "base/mem.h"
 
@@ -129,6 +130,37 @@ static void compile_key(struct config_checks *w, struct topic_conf *t)
                                   t->name, w->cfg->broker->name);
 }
 
+/* key.previous: compiled, its window read, and sense made of it. */
+static void compile_previous_key(struct config_checks *w, struct topic_conf *t)
+{
+        char err[512];
+        if (!t->key_prev_subject && !t->key_prev_action && !t->key_prev_request && !t->key_prev_until)
+                return;
+        if (!t->key_prev_subject || !t->key_prev_until) {
+                config_errors_add(w->errs, w->file, t->line, t->col,
+                                  "topic '%s': key.previous needs subject and until (the old template, and when the "
+                                  "window ends)",
+                                  t->name);
+                return;
+        }
+        if (t->mode == MODE_EXTERNAL)
+                config_errors_add(w->errs, w->file, t->line, t->col,
+                                  "topic '%s': key.previous is for transactional mode (external mode claims one key "
+                                  "with a lease)",
+                                  t->name);
+        if (t->key_version < 2)
+                config_errors_add(w->errs, w->file, t->line, t->col,
+                                  "topic '%s': key.previous is version %d's template: raise key.version to 2 or more",
+                                  t->name, t->key_version - 1);
+        if (isotime_parse(t->key_prev_until, &t->key_prev_until_ms, err, sizeof(err)))
+                config_errors_add(w->errs, w->file, t->line, t->col, "topic '%s': key.previous.until: %s", t->name,
+                                  err);
+        t->prev_keyspec =
+                keyspec_compile(t->key_prev_subject, t->key_prev_action, t->key_prev_request, err, sizeof(err));
+        if (!t->prev_keyspec)
+                config_errors_add(w->errs, w->file, t->line, t->col, "topic '%s': key.previous: %s", t->name, err);
+}
+
 void config_finish_topics(struct config_checks *w)
 {
         struct config *cfg = w->cfg;
@@ -150,6 +182,7 @@ void config_finish_topics(struct config_checks *w)
                 check_fingerprint_fields(w, t);
                 resolve_retention(w, t);
                 compile_key(w, t);
+                compile_previous_key(w, t);
                 if (t->on_failed == FAILED_RETRY && t->mode == MODE_EXTERNAL)
                         config_errors_add(w->errs, w->file, t->line, t->col,
                                           "topic '%s': on_failed: retry is for transactional mode (external mode's "

@@ -29,6 +29,30 @@ static struct enum_name sources[CONFIG_BROKERS_MAX + 1];
 static const struct enum_name log_formats[] = {
         {"human", LOG_FORMAT_HUMAN, 0}, {"json", LOG_FORMAT_JSON, 0}, {NULL, 0, 0}};
 
+static const struct field previous_key_fields[] = {
+        {.name = "subject",
+         .type = F_STR,
+         .off = TOFF(key_prev_subject),
+         .check = keyspec_template_check,
+         .desc = "The previous version's subject"},
+        {.name = "action",
+         .type = F_STR,
+         .off = TOFF(key_prev_action),
+         .check = keyspec_template_check,
+         .desc = "The previous version's action"},
+        {.name = "request",
+         .type = F_STR,
+         .off = TOFF(key_prev_request),
+         .check = keyspec_template_check,
+         .desc = "The previous version's request"},
+        {.name = "until",
+         .type = F_STR,
+         .off = TOFF(key_prev_until),
+         .desc = "When the window ends (ISO-8601 with a zone, or epoch milliseconds): after it only the current "
+                 "version's key is claimed; at least as long as the old keys' retention.keep is the safe choice"},
+        {.name = NULL},
+};
+
 static const struct field key_fields[] = {
         {.name = "subject",
          .importance = 1,
@@ -49,6 +73,19 @@ static const struct field key_fields[] = {
          .off = TOFF(key_request),
          .check = keyspec_template_check,
          .desc = "Optional caller-generated request id reused on retry, e.g. \"{header:request-id}\""},
+        {.name = "version",
+         .type = F_INT,
+         .off = TOFF(key_version),
+         .def = "1",
+         .min = 1,
+         .max = 1000000,
+         .desc = "The key template's version: raise it when subject, action or request change, and keep the "
+                 "old template under previous"},
+        {.name = "previous",
+         .type = F_SECTION,
+         .sub = previous_key_fields,
+         .desc = "The template of version - 1: until the given time the claim also looks for the key it builds, "
+                 "so changing how keys are built lets no duplicate through"},
         {.name = NULL},
 };
 

@@ -259,6 +259,53 @@ static int lint_replies(const struct topic_conf *t, struct lint_finding *out, si
         return (int)f.cnt;
 }
 
+/* A template with each {source} as '*': two templates of one shape can build
+ * the same key from two different messages. */
+static void shape(const char *tmpl, char *out, size_t outsz)
+{
+        size_t n = 0;
+        for (const char *s = tmpl ? tmpl : ""; *s && n + 1 < outsz; s++) {
+                const char *end = *s == '{' ? strchr(s, '}') : NULL;
+                out[n++] = end ? '*' : *s;
+                if (end)
+                        s = end;
+        }
+        out[n] = '\0';
+}
+
+static int same_shape(const char *a, const char *b)
+{
+        char sa[512], sb[512];
+        shape(a, sa, sizeof(sa));
+        shape(b, sb, sizeof(sb));
+        return !strcmp(sa, sb);
+}
+
+static int same_text(const char *a, const char *b) { return !strcmp(a ? a : "", b ? b : ""); }
+
+/* key.previous beside the current template: the same template again, or
+ * one of the same shape that reads other fields — then an old key of one
+ * message can equal the new key of another, which the window absorbs. */
+static int lint_versions(const struct topic_conf *t, struct lint_finding *out, size_t max)
+{
+        struct findings f = {out, max, 0};
+        if (!t->key_prev_subject)
+                return 0;
+        if (same_text(t->key_subject, t->key_prev_subject) && same_text(t->key_action, t->key_prev_action) &&
+            same_text(t->key_request, t->key_prev_request))
+                add(&f, LINT_WARN,
+                    "key.previous is the current template again (version %d builds the keys version %d did)",
+                    t->key_version, t->key_version - 1);
+        else if (same_shape(t->key_subject, t->key_prev_subject) && same_shape(t->key_action, t->key_prev_action) &&
+                 same_shape(t->key_request, t->key_prev_request))
+                add(&f, LINT_WARN,
+                    "key versions %d ('%s') and %d ('%s') build keys of the same shape: one message's old key can "
+                    "equal another's new key, and until key.previous.until the second is absorbed as a duplicate of "
+                    "the first; make them differ by a literal (e.g. subject \"v%d:...\")",
+                    t->key_version - 1, t->key_prev_subject, t->key_version, t->key_subject, t->key_version);
+        return (int)f.cnt;
+}
+
 int lint_config(const struct config *cfg, lint_report_cb *report, void *opaque)
 {
         int errors = 0;
@@ -267,6 +314,7 @@ int lint_config(const struct config *cfg, lint_report_cb *report, void *opaque)
                 struct lint_finding f[16];
                 int n = lint_key(t->key_subject, t->key_action, t->key_request, f, 15);
                 n += lint_replies(t, f + n, (size_t)(16 - n));
+                n += lint_versions(t, f + n, (size_t)(16 - n));
                 for (int k = 0; k < n; k++) {
                         errors += f[k].severity == LINT_ERROR;
                         if (report)

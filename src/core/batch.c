@@ -88,6 +88,24 @@ static int by_index(const void *a, const void *b)
         return x < y ? -1 : x > y;
 }
 
+void batch_known_as(struct batch *b, size_t i, enum key_status status, const char *response, const char *fingerprint)
+{
+        struct batch_item *it = &b->items[i];
+        it->state = ITEM_KNOWN;
+        it->known = 1;
+        it->stored = (struct first_outcome){status, response ? xstrdup(response) : NULL,
+                                            fingerprint ? xstrdup(fingerprint) : NULL};
+}
+
+void batch_drop_known(struct batch *b)
+{
+        size_t kept = 0;
+        for (size_t k = 0; k < b->nkeys; k++)
+                if (b->items[b->keys[k]].state != ITEM_KNOWN)
+                        b->keys[kept++] = b->keys[k];
+        b->nkeys = kept;
+}
+
 void batch_claimed(struct batch *b, const int *claimed)
 {
         b->nfresh = 0;

@@ -71,6 +71,13 @@ size_t batch_mark_dead_letters(struct batch *b);
  */
 void batch_dedupe(struct batch *b);
 
+/** Before the claim: item i's message was seen before under another key
+ *  (the one key.previous builds): ITEM_KNOWN with that key's stored outcome. */
+void batch_known_as(struct batch *b, size_t i, enum key_status status, const char *response, const char *fingerprint);
+
+/** The keys batch_known_as answered leave b->keys: the claim does not insert them. */
+void batch_drop_known(struct batch *b);
+
 /** After the claim: claimed[k] says whether b->keys[k] was inserted by this
  *  batch. Those items become ITEM_FRESH (listed in b->fresh, batch order),
  *  the others ITEM_KNOWN. */

@@ -11,6 +11,7 @@
 struct pl_state {
         char *idem_key; /* derived once */
         char *key_text; /* the key's text when idem_key is its hash (stored beside it), else NULL */
+        char *prev_key; /* key.previous, while its window lasts: the key the previous template builds, or NULL */
         char fingerprint[65];
         char stored_fingerprint[65]; /* set when a duplicate's fingerprint differs */
         char *dlq_reason;            /* set: the message goes to the dead-letter topic */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/sha.h>
 
@@ -75,6 +76,22 @@ static int over_limits(const struct pl_topic *pt, struct pl_entry *e)
         return 0;
 }
 
+/* key.previous, until its window ends: the key the previous template
+ * builds for this message (none when it cannot build one from it: then no
+ * key of that version was built from it either). */
+static void previous_key(const struct pl_topic *pt, struct pl_entry *e, const struct record *in)
+{
+        const struct topic_conf *t = pt->t;
+        char key[KEYSPEC_MAX_KEY_LEN + 1], why[512];
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        if (!t->prev_keyspec || (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 >= t->key_prev_until_ms)
+                return;
+        if (!keyspec_derive_text(t->prev_keyspec, in, (size_t)pt->cfg->limit_key_bytes, key, sizeof(key), NULL, why,
+                                 sizeof(why)))
+                e->st.prev_key = xstrdup(key);
+}
+
 /* The key and fingerprint, or the reason there is none. */
 static void derive(const struct pl_topic *pt, struct pl_entry *e)
 {
@@ -99,6 +116,7 @@ static void derive(const struct pl_topic *pt, struct pl_entry *e)
                 return;
         }
         e->st.idem_key = xstrdup(key);
+        previous_key(pt, e, &in);
         fingerprint(t, e);
 }
 

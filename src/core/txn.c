@@ -181,12 +181,76 @@ static enum store_rc retry_failed(struct txn *x)
                 return STORE_OK;
         const char **keys = xcalloc(x->b.nkeys, sizeof(*keys));
         for (size_t j = 0; j < x->b.nkeys; j++)
-                keys[j] = x->claims[j].key;
+                keys[j] = x->b.items[x->b.keys[j]].e->st.idem_key;
         snprintf(reason, sizeof(reason), "on_failed: retry, FAILED more than %s ago",
                  config_format_duration(t->on_failed_after_ms, d, sizeof(d)));
         enum store_rc rc = store_retry_failed(x->pt->store, x->pt->cfg->namespace, keys, x->b.nkeys,
                                               t->on_failed_after_ms, reason, &x->retried, x->err, x->errsz);
         free(keys);
+        return rc;
+}
+
+/* A key key.previous built, and the item whose message it was built from. */
+struct prev_ref {
+        const char *key;
+        size_t item;
+};
+
+static int by_prev_key(const void *a, const void *b)
+{
+        return strcmp(((const struct prev_ref *)a)->key, ((const struct prev_ref *)b)->key);
+}
+
+struct prev_probe {
+        struct txn *x;
+        struct prev_ref *refs;
+        size_t n;
+};
+
+/* An old key found: every item it was built from is its duplicate. */
+static void previous_outcome(void *opaque, const char *key, enum key_status status, const char *response,
+                             const char *fingerprint)
+{
+        struct prev_probe *p = opaque;
+        const struct topic_conf *t = p->x->pt->t;
+        struct prev_ref probe = {key, 0};
+        const struct prev_ref *hit = bsearch(&probe, p->refs, p->n, sizeof(*p->refs), by_prev_key);
+        for (size_t i = hit ? (size_t)(hit - p->refs) : p->n; i > 0 && !strcmp(p->refs[i - 1].key, key); i--)
+                hit = &p->refs[i - 1];
+        for (size_t i = hit ? (size_t)(hit - p->refs) : p->n; i < p->n && !strcmp(p->refs[i].key, key); i++) {
+                struct batch_item *it = &p->x->b.items[p->refs[i].item];
+                batch_known_as(&p->x->b, p->refs[i].item, status, response, fingerprint);
+                log_info(p->x->pt->ctx,
+                         "key %s (version %d) was seen before as %s (version %d): absorbed, first outcome %s",
+                         it->e->st.idem_key, t->key_version, key, t->key_version - 1, key_status_name(status));
+        }
+}
+
+/* key.previous, while its window lasts: a message whose previous-version
+ * key is stored was seen before — a duplicate with that key's outcome, not
+ * claimed under its new key. One statement; none without key.previous. */
+static enum store_rc known_as_previous(struct txn *x)
+{
+        struct prev_probe p = {x, NULL, 0};
+        if (!x->pt->t->prev_keyspec || !x->b.nkeys)
+                return STORE_OK;
+        p.refs = xcalloc(x->b.nkeys, sizeof(*p.refs));
+        for (size_t k = 0; k < x->b.nkeys; k++) {
+                const char *prev = x->b.items[x->b.keys[k]].e->st.prev_key;
+                if (prev && strcmp(prev, x->b.items[x->b.keys[k]].e->st.idem_key))
+                        p.refs[p.n++] = (struct prev_ref){prev, x->b.keys[k]};
+        }
+        qsort(p.refs, p.n, sizeof(*p.refs), by_prev_key);
+        const char **keys = xcalloc(p.n ? p.n : 1, sizeof(*keys));
+        for (size_t i = 0; i < p.n; i++)
+                keys[i] = p.refs[i].key;
+        enum store_rc rc = p.n ? store_outcomes(x->pt->store, x->pt->cfg->namespace, p.n, keys, previous_outcome, &p,
+                                                x->err, x->errsz)
+                               : STORE_OK;
+        if (!rc)
+                batch_drop_known(&x->b);
+        free(keys);
+        free(p.refs);
         return rc;
 }
 
@@ -199,12 +263,18 @@ static enum pl_rc claim(struct txn *x)
 {
         struct pl_topic *pt = x->pt;
         const struct topic_conf *t = pt->t;
-        size_t k = x->b.nkeys;
+        size_t k;
         char what[200];
         enum store_rc rc;
         const struct store_claim_outcomes outcomes = {keep_outcome, x};
-        int *want = wanted_outcomes(x);
 
+        snprintf(what, sizeof(what), "batch of %zu from %s", x->b.n, t->name);
+        watchdog_arm(pt->watchdog, pt->store, t->batch_timeout_ms, what);
+        if ((rc = store_begin_batch(pt->store, x->err, x->errsz)) || (rc = retry_failed(x)) ||
+            (rc = known_as_previous(x)))
+                return failed(x, rc);
+        k = x->b.nkeys;
+        int *want = wanted_outcomes(x);
         x->claims = xcalloc(k ? k : 1, sizeof(*x->claims));
         for (size_t j = 0; j < k; j++) {
                 const struct pl_msg *m = x->b.items[x->b.keys[j]].e->msg;
@@ -218,10 +288,6 @@ static enum pl_rc claim(struct txn *x)
                                                         .want_outcome = want[x->b.keys[j]]};
         }
         free(want);
-        snprintf(what, sizeof(what), "batch of %zu from %s", x->b.n, t->name);
-        watchdog_arm(pt->watchdog, pt->store, t->batch_timeout_ms, what);
-        if ((rc = store_begin_batch(pt->store, x->err, x->errsz)) || (rc = retry_failed(x)))
-                return failed(x, rc);
         if (x->pessimistic)
                 rc = store_claim(pt->store, pt->cfg->namespace, x->claims, k, t->retention ? t->retention->keep_ms : 0,
                                  t->retention ? t->retention->response_ttl_ms : 0, &outcomes, x->err, x->errsz);
