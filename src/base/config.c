@@ -906,6 +906,8 @@ void config_free(struct config *cfg)
         for (size_t i = 0; i < cfg->topic_cnt; i++) {
                 fields_free(config_topic_fields, &cfg->topics[i]);
                 keyspec_free(cfg->topics[i].keyspec);
+                keytmpl_free(cfg->topics[i].parallel_keytmpl);
+                free(cfg->topics[i].parallel_layout);
         }
         free(cfg->topics);
         for (size_t i = 0; i < cfg->class_cnt; i++) {

@@ -129,6 +129,27 @@ static void compile_key(struct config_checks *w, struct topic_conf *t)
                                   t->name, w->cfg->broker->name);
 }
 
+/* parallel: a key to split by and a mode that can run on several connections. */
+static void compile_parallel(struct config_checks *w, struct topic_conf *t)
+{
+        char err[512];
+        if (t->parallel_workers < 1)
+                t->parallel_workers = 1;
+        if (t->parallel_workers > 1 && !t->parallel_key)
+                config_errors_add(w->errs, w->file, t->line, t->col,
+                                  "topic '%s': parallel.workers is %d but parallel.key is not set", t->name,
+                                  t->parallel_workers);
+        if (t->parallel_workers > 1 && t->mode == MODE_EXTERNAL)
+                config_errors_add(w->errs, w->file, t->line, t->col,
+                                  "topic '%s': external mode runs on one connection: parallel.workers must be 1",
+                                  t->name);
+        if (!t->parallel_key)
+                return;
+        if (!(t->parallel_keytmpl = keytmpl_compile(t->parallel_key, err, sizeof(err))))
+                config_errors_add(w->errs, w->file, t->line, t->col, "topic '%s': parallel.key: %s", t->name, err);
+        t->parallel_layout = xasprintf("%d:%s", t->parallel_workers, t->parallel_key);
+}
+
 void config_finish_topics(struct config_checks *w)
 {
         struct config *cfg = w->cfg;
@@ -150,6 +171,7 @@ void config_finish_topics(struct config_checks *w)
                 check_fingerprint_fields(w, t);
                 resolve_retention(w, t);
                 compile_key(w, t);
+                compile_parallel(w, t);
                 if (cfg->workers > 1 && t->mode == MODE_EXTERNAL)
                         config_errors_add(w->errs, w->file, t->line, t->col,
                                           "topic '%s': external mode runs on one connection: workers must be 1 "
