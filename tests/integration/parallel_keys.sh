@@ -75,6 +75,29 @@ at_end() {
         log "ok: $1: Kafka's committed offset at the end (lag 0)"
 }
 
+# 0. dedupctl check: each mistake with file:line:column
+cat >"$WORK/bad.yaml" <<YAML
+$(config_head)
+kafka: {bootstrap.servers: "$KAFKA_BOOTSTRAP", group.id: "grp-$ID-bad"}
+topics:
+  - name: a
+    key: {subject: "{json:order_id}", action: PAY}
+    handler: {path: "$BUILD/tests/slow.so"}
+    parallel: {key: "{json:user_id", workers: 65}
+  - name: b
+    key: {subject: "{json:order_id}", action: PAY}
+    handler: {path: "$BUILD/tests/slow.so"}
+    mode: external
+    parallel: {key: "{json:user_id}", workers: 4}
+YAML
+rc=0
+"$DEDUPCTL" check --offline -c "$WORK/bad.yaml" >"$WORK/bad.out" 2>&1 || rc=$?
+assert_eq "$rc" 1 "dedupctl check of a bad parallel: section"
+for want in ":12:21: 'topics\[0\].parallel.key': unterminated" ":12:47: 'topics\[0\].parallel.workers': 65 is out of range \[1, 64\]" \
+        ":13:5: topic 'b': external mode runs on one connection: parallel.workers must be 1"; do
+        grep -q "$want" "$WORK/bad.out" || fail "dedupctl check did not say '$want': $(cat "$WORK/bad.out")"
+done
+
 # 1. the happy path
 t1="par_order_$$"
 conf "$t1"
