@@ -21,6 +21,7 @@
 #include "pg/replication.h"
 #include "pg/store.h"
 #include "pg/schema.h"
+#include "core/parallel.h"
 #include "core/watchdog.h"
 #include "source/brokers.h"
 #include "ops/health.h"
@@ -94,7 +95,10 @@ struct daemon {
         int idle_tx_ms;              /* idle_in_transaction_session_timeout of every connection */
         struct worker_conn *workers; /* workers > 1: each worker's connection and watchdog */
         struct sink sink;            /* what the pipeline and the relay publish through */
-        struct sink_lock sink_lock;  /* workers > 1: the sink, one call at a time */
+        struct sink_lock sink_lock;  /* workers > 1 or parallel topics: the sink, one call at a time */
+        int sink_locked;
+        struct par_helper *helpers; /* parallel topics: each lane's connections for its workers 2.. */
+        size_t nhelpers;            /* of them in all */
         struct runner *runner;
         struct source *src;
         struct http *http;
@@ -380,6 +384,43 @@ static int start_workers(struct daemon *d, char *err, size_t errsz)
         return 0;
 }
 
+/* Parallel topics: each lane lends its parallel workers 2.. a connection
+ * and a watchdog each (lanes x parallel.workers connections in all). */
+static int start_helpers(struct daemon *d, char *err, size_t errsz)
+{
+        size_t per = pipeline_parallel_helpers(d->cfg), lanes = pipeline_lanes(d->pl);
+        char why[512];
+        if (!per)
+                return 0;
+        d->helpers = xcalloc(per * lanes, sizeof(*d->helpers));
+        for (size_t i = 0; i < per * lanes; i++) {
+                struct par_helper *h = &d->helpers[i];
+                h->store = store_new(d->cfg->pg_conninfo, d->idle_tx_ms);
+                d->nhelpers++;
+                if (store_connect(h->store, why, sizeof(why)) != STORE_OK)
+                        log_warn("dedupd",
+                                 "parallel worker connection: database unavailable: %s: %s (it retries "
+                                 "before its first batch)",
+                                 store_target(h->store), why);
+                if (!(h->wd = watchdog_start(err, errsz)))
+                        return -1;
+        }
+        for (size_t l = 0; l < lanes; l++)
+                pipeline_add_helpers(d->pl, l, &d->helpers[l * per], per);
+        log_info("dedupd", "parallel keys: %zu database connection(s) for batches (%zu lane(s) x %zu parallel workers)",
+                 lanes * (per + 1), lanes, per + 1);
+        return 0;
+}
+
+static void stop_helpers(struct daemon *d)
+{
+        for (size_t i = 0; i < d->nhelpers; i++) {
+                watchdog_stop(d->helpers[i].wd);
+                store_free(d->helpers[i].store);
+        }
+        free(d->helpers);
+}
+
 static void stop_workers(struct daemon *d)
 {
         for (size_t i = 0; d->workers && i < (size_t)d->cfg->workers; i++) {
@@ -387,7 +428,7 @@ static void stop_workers(struct daemon *d)
                 store_free(d->workers[i].store);
         }
         free(d->workers);
-        if (d->cfg && d->cfg->workers > 1 && d->sink.opaque == &d->sink_lock)
+        if (d->sink_locked)
                 sink_lock_destroy(&d->sink_lock);
 }
 
@@ -408,13 +449,18 @@ static int prepare(struct daemon *d)
                 log_error("dedupd", "%s", err);
                 return 1;
         }
-        d->sink = d->cfg->workers > 1 ? sink_locked(&d->sink_lock, sink) : sink;
+        d->sink_locked = d->cfg->workers > 1 || pipeline_parallel_helpers(d->cfg) > 0;
+        d->sink = d->sink_locked ? sink_locked(&d->sink_lock, sink) : sink;
         if (!(d->pl = pipeline_new(d->cfg, d->store, d->sink, err, sizeof(err)))) {
                 log_error("dedupd", "%s", err);
                 return 2;
         }
-        if (d->cfg->workers > 1 && pipeline_concurrent(d->pl, err, sizeof(err))) {
+        if (d->cfg->workers > 1 && pipeline_concurrent(d->pl, 0, err, sizeof(err))) {
                 log_error("dedupd", "workers: %d: %s", d->cfg->workers, err);
+                return 2;
+        }
+        if (pipeline_concurrent(d->pl, 1, err, sizeof(err))) {
+                log_error("dedupd", "parallel.workers: %s", err);
                 return 2;
         }
         if (!(d->wd = watchdog_start(err, sizeof(err)))) {
@@ -424,6 +470,10 @@ static int prepare(struct daemon *d)
         if (d->cfg->workers == 1)
                 pipeline_add_lane(d->pl, d->store, d->wd);
         else if (start_workers(d, err, sizeof(err))) {
+                log_error("dedupd", "%s", err);
+                return 1;
+        }
+        if (start_helpers(d, err, sizeof(err))) {
                 log_error("dedupd", "%s", err);
                 return 1;
         }
@@ -481,6 +531,7 @@ static void daemon_free(struct daemon *d)
         runner_free(d->runner);
         watchdog_stop(d->wd);
         pipeline_free(d->pl);
+        stop_helpers(d);
         stop_workers(d);
         if (d->broker)
                 d->broker->close(d->run);

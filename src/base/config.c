@@ -907,6 +907,8 @@ void config_free(struct config *cfg)
                 fields_free(config_topic_fields, &cfg->topics[i]);
                 keyspec_free(cfg->topics[i].keyspec);
                 keyspec_free(cfg->topics[i].prev_keyspec);
+                keytmpl_free(cfg->topics[i].parallel_keytmpl);
+                free(cfg->topics[i].parallel_layout);
         }
         free(cfg->topics);
         for (size_t i = 0; i < cfg->class_cnt; i++) {

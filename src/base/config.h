@@ -45,6 +45,8 @@ enum expired_policy { EXPIRED_DEAD_LETTER = 0, EXPIRED_SKIP, EXPIRED_REEXECUTE }
 enum mismatch_policy { MISMATCH_ABSORB = 0, MISMATCH_DEAD_LETTER };
 enum failed_policy { FAILED_ABSORB = 0, FAILED_RETRY };
 
+struct keytmpl;
+
 struct topic_conf {
         char *name;
         int line, col;
@@ -108,6 +110,12 @@ struct topic_conf {
         /* retention: */
         char *retention_name;
         const struct retention_class *retention; /* NULL: keys never expire */
+
+        /* parallel: a partition's batch split by a key onto workers (docs/parallel-keys.md) */
+        char *parallel_key;               /* template; NULL: off */
+        int parallel_workers;             /* 1: off */
+        struct keytmpl *parallel_keytmpl; /* compiled from parallel_key */
+        char *parallel_layout;            /* "<workers>:<key>", what the per-worker positions were written under */
 };
 
 /** The most brokers one build knows (the broker table, src/source/brokers.c). */

@@ -161,6 +161,27 @@ static void compile_previous_key(struct config_checks *w, struct topic_conf *t)
                 config_errors_add(w->errs, w->file, t->line, t->col, "topic '%s': key.previous: %s", t->name, err);
 }
 
+/* parallel: a key to split by and a mode that can run on several connections. */
+static void compile_parallel(struct config_checks *w, struct topic_conf *t)
+{
+        char err[512];
+        if (t->parallel_workers < 1)
+                t->parallel_workers = 1;
+        if (t->parallel_workers > 1 && !t->parallel_key)
+                config_errors_add(w->errs, w->file, t->line, t->col,
+                                  "topic '%s': parallel.workers is %d but parallel.key is not set", t->name,
+                                  t->parallel_workers);
+        if (t->parallel_workers > 1 && t->mode == MODE_EXTERNAL)
+                config_errors_add(w->errs, w->file, t->line, t->col,
+                                  "topic '%s': external mode runs on one connection: parallel.workers must be 1",
+                                  t->name);
+        if (!t->parallel_key)
+                return;
+        if (!(t->parallel_keytmpl = keytmpl_compile(t->parallel_key, err, sizeof(err))))
+                config_errors_add(w->errs, w->file, t->line, t->col, "topic '%s': parallel.key: %s", t->name, err);
+        t->parallel_layout = xasprintf("%d:%s", t->parallel_workers, t->parallel_key);
+}
+
 void config_finish_topics(struct config_checks *w)
 {
         struct config *cfg = w->cfg;
@@ -188,6 +209,7 @@ void config_finish_topics(struct config_checks *w)
                                           "topic '%s': on_failed: retry is for transactional mode (external mode's "
                                           "FAILED keys stay: the effect outside PostgreSQL cannot be taken back)",
                                           t->name);
+                compile_parallel(w, t);
                 if (cfg->workers > 1 && t->mode == MODE_EXTERNAL)
                         config_errors_add(w->errs, w->file, t->line, t->col,
                                           "topic '%s': external mode runs on one connection: workers must be 1 "

@@ -239,6 +239,26 @@ static const struct field external_fields[] = {
         {.name = NULL},
 };
 
+static const struct field parallel_fields[] = {
+        {.name = "key",
+         .importance = 1,
+         .type = F_STR,
+         .off = TOFF(parallel_key),
+         .check = keyspec_template_check,
+         .desc = "What splits a partition's batch: messages with the same value run on the same worker, in offset "
+                 "order, e.g. \"{json:user_id}\"; a message without it is dead-lettered"},
+        {.name = "workers",
+         .importance = 1,
+         .type = F_INT,
+         .off = TOFF(parallel_workers),
+         .def = "1",
+         .min = 1,
+         .max = 64,
+         .desc = "Sub-batches of one batch that run at once, each on a database connection and in a transaction of "
+                 "its own: the daemon needs workers (top level) times this many connections; 1: off"},
+        {.name = NULL},
+};
+
 static const struct field fingerprint_fields[] = {
         {.name = "fields",
          .type = F_TREE,
@@ -340,6 +360,11 @@ const struct field config_topic_fields[] = {
          .type = F_STR,
          .off = TOFF(retention_name),
          .desc = "Name of a retention class; without one, keys never expire"},
+        {.name = "parallel",
+         .type = F_SECTION,
+         .sub = parallel_fields,
+         .desc = "Parallel keys inside a partition: a batch split by key onto workers, order kept per key, the "
+                 "partition's offset advancing only to what every worker committed (docs/parallel-keys.md)"},
         {.name = NULL},
 };
 

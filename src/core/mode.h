@@ -29,6 +29,16 @@ struct pl_stats {
 
 struct watchdog;
 
+/** A parallel worker's sub-batch (core/parallel.h): which worker, and the
+ *  whole batch's partitions (from_offset its first offset, next_offset the
+ *  one after its last), which the worker's position is written for. */
+struct par_sub {
+        int worker;
+        const char *layout;
+        const struct store_progress *span;
+        size_t nspan;
+};
+
 /** One topic in the pipeline: everything its mode works with. */
 struct pl_topic {
         const struct config *cfg;
@@ -40,9 +50,10 @@ struct pl_topic {
         struct watchdog *watchdog; /* may be NULL */
         struct pl_stats *stats;
         struct part_states *parts;
-        size_t *outbox_pending;   /* rows written to the outbox since the relay last ran */
-        int64_t optimistic_after; /* txn.c: claims pessimistically until then (log_now_ms()), after contention */
-        char ctx[200];            /* "topic:<name>", the log context */
+        size_t *outbox_pending;    /* rows written to the outbox since the relay last ran */
+        int64_t optimistic_after;  /* txn.c: claims pessimistically until then (log_now_ms()), after contention */
+        const struct par_sub *par; /* a parallel worker's sub-batch; NULL: a whole batch */
+        char ctx[200];             /* "topic:<name>", the log context */
 };
 
 /**

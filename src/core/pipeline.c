@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/timeline.h"
 #include "core/guard.h"
+#include "core/parallel.h"
 #include "core/split.h"
 #include "ops/metrics.h"
 
@@ -25,7 +26,9 @@ struct lane {
         struct pl_stats stats;   /* written by the lane's batches */
         struct pl_stats settled; /* what pipeline_stats reads (pipeline_settle) */
         struct part_states parts;
-        size_t outbox_pending; /* rows written to the outbox since the lane was last settled */
+        size_t outbox_pending;      /* rows written to the outbox since the lane was last settled */
+        struct par_helper *helpers; /* parallel topics: the connections of workers 2.. */
+        size_t nhelpers;
 };
 
 #define MAX_LANES 64
@@ -95,14 +98,31 @@ size_t pipeline_add_lane(struct pipeline *pl, struct store *store, struct watchd
 
 struct handler *pipeline_handler(struct pipeline *pl, size_t topic_idx) { return &pl->handlers[topic_idx]; }
 
+void pipeline_add_helpers(struct pipeline *pl, size_t lane, struct par_helper *helpers, size_t n)
+{
+        pl->lanes[lane].helpers = helpers;
+        pl->lanes[lane].nhelpers = n;
+}
+
+size_t pipeline_parallel_helpers(const struct config *cfg)
+{
+        int most = 1;
+        for (size_t i = 0; i < cfg->topic_cnt; i++)
+                if (cfg->topics[i].parallel_workers > most)
+                        most = cfg->topics[i].parallel_workers;
+        return (size_t)most - 1;
+}
+
 size_t pipeline_lanes(const struct pipeline *pl) { return pl->nlanes; }
 
 struct store *pipeline_lane_store(const struct pipeline *pl, size_t lane) { return pl->lanes[lane].store; }
 
-int pipeline_concurrent(const struct pipeline *pl, char *err, size_t errsz)
+int pipeline_concurrent(const struct pipeline *pl, int parallel_only, char *err, size_t errsz)
 {
         for (size_t i = 0; i < pl->cfg->topic_cnt; i++) {
                 const struct topic_conf *t = &pl->cfg->topics[i];
+                if (parallel_only && t->parallel_workers < 2)
+                        continue;
                 const struct dedupd_handler *h = pl->handlers[i].desc;
                 if (t->mode == MODE_EXTERNAL) {
                         snprintf(err, errsz, "topic %s: external mode runs on one connection: workers must be 1",
@@ -153,7 +173,10 @@ enum pl_rc pipeline_process(struct pipeline *pl, size_t lane, size_t topic_idx, 
         fault_point("after_poll");
         timeline_mark("guard");
         double t0 = seconds_now();
-        enum pl_rc rc = pl->modes[topic_idx]->process(pt, ents, *taken, commits, ncommits, err, errsz);
+        enum pl_rc rc = pt->t->parallel_workers > 1
+                                ? parallel_process(pt, pl->modes[topic_idx], l->helpers, l->nhelpers, ents, *taken,
+                                                   commits, ncommits, err, errsz)
+                                : pl->modes[topic_idx]->process(pt, ents, *taken, commits, ncommits, err, errsz);
         rc = split_after(&l->splits[topic_idx], pt, ents, *taken, rc, err);
         if (rc == PL_OK)
                 metrics_batch(pt->t->name, *taken, seconds_now() - t0);

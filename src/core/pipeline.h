@@ -33,9 +33,18 @@ size_t pipeline_lanes(const struct pipeline *pl);
 struct handler *pipeline_handler(struct pipeline *pl, size_t topic_idx);
 struct store *pipeline_lane_store(const struct pipeline *pl, size_t lane);
 
-/** 0 when every topic may run on several lanes at once (transactional
- *  mode, a handler that declares DEDUPD_HANDLER_F_CONCURRENT); else -1 and why. */
-int pipeline_concurrent(const struct pipeline *pl, char *err, size_t errsz) __attribute__((warn_unused_result));
+/** 0 when every topic (parallel_only: every topic with parallel.workers > 1)
+ *  may run on several connections at once (transactional mode, a handler
+ *  that declares DEDUPD_HANDLER_F_CONCURRENT); else -1 and why. */
+int pipeline_concurrent(const struct pipeline *pl, int parallel_only, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
+
+struct par_helper;
+/** Lane's connections for parallel workers 2.. (core/parallel.h): n of
+ *  them, owned by the caller, living as long as the pipeline. */
+void pipeline_add_helpers(struct pipeline *pl, size_t lane, struct par_helper *helpers, size_t n);
+/** How many such connections each lane needs: the most parallel.workers of any topic, less one. */
+size_t pipeline_parallel_helpers(const struct config *cfg);
 
 /**
  * Process one batch of one topic on a lane: first the crash-loop guard and

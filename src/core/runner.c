@@ -22,6 +22,7 @@
 #include "ops/notify.h"
 #include "pg/gauges.h"
 #include "pg/offsets.h"
+#include "pg/parallel_positions.h"
 #include "pg/probe.h"
 
 #define POLL_SLICE_MS 100
@@ -436,6 +437,25 @@ static int64_t restart_at(const struct runner *r, const struct assigned *a, int6
 
 static void db_lost(struct runner *r, const char *ctx, const char *err);
 
+/* A parallel topic's partitions whose every worker committed past the
+ * stored position (a crash between the workers' commits and the
+ * partition's) are moved up to the least of them before they are read
+ * (pg/parallel_positions.h); what committed above it is absorbed. */
+static void parallel_resume(struct runner *r, size_t t)
+{
+        const struct topic_conf *tc = &r->cfg->topics[t];
+        size_t moved = 0;
+        char err[512];
+        if (tc->parallel_workers < 2)
+                return;
+        if (store_parallel_resume(r->store, r->cfg->namespace, tc->name, tc->parallel_layout, tc->parallel_workers,
+                                  &moved, err, sizeof(err)))
+                log_warn("runner", "topic %s: reading the parallel workers' positions: %s", tc->name, err);
+        else if (moved)
+                log_info("runner", "topic %s: %zu partition(s) moved up to what every parallel worker had committed",
+                         tc->name, moved);
+}
+
 /* The awaiting partitions of topic t: read, moved there, no longer awaiting.
  * -1 when the database or the broker did not answer (they keep waiting). */
 static int position_topic(struct runner *r, size_t t)
@@ -454,6 +474,7 @@ static int position_topic(struct runner *r, size_t t)
                 }
         if (!k)
                 return 0;
+        parallel_resume(r, t);
         enum store_rc rc =
                 store_offsets_get(r->store, r->cfg->namespace, r->cfg->topics[t].name, k, pids, offs, err, sizeof(err));
         if (rc == STORE_CONN) {
@@ -518,6 +539,8 @@ static void start_positions(struct runner *r, size_t t, const struct pl_part *pa
                 return;
         /* While the database is known to be down, do not block the rebalance
          * on a connection attempt. */
+        if (!r->db_down)
+                parallel_resume(r, t);
         if (r->db_down || store_offsets_get(r->store, r->cfg->namespace, topic, k, pids, offs, err, sizeof(err))) {
                 int later = r->src && r->src->ops->seek;
                 log_warn("runner", "cannot read start offsets from the database (%s); %s %s",

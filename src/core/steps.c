@@ -209,16 +209,23 @@ static void count_outcomes(const char *topic, const struct store_progress *p)
         metrics_mismatches(topic, (uint64_t)p->mismatches);
 }
 
-size_t step_committed(struct pl_topic *pt, const struct store_progress *prog, size_t nprog, struct pl_commit *commits)
+void step_counted(struct pl_topic *pt, const struct store_progress *prog, size_t nprog)
 {
         for (size_t i = 0; i < nprog; i++) {
-                commits[i] = (struct pl_commit){prog[i].topic, prog[i].partition, prog[i].next_offset};
                 pt->stats->applied += (uint64_t)prog[i].applied;
                 pt->stats->rejected += (uint64_t)prog[i].rejected;
                 pt->stats->duplicates += (uint64_t)prog[i].duplicates;
                 pt->stats->dead_lettered += (uint64_t)prog[i].dead_lettered;
                 pt->stats->mismatches += (uint64_t)prog[i].mismatches;
                 count_outcomes(pt->t->name, &prog[i]);
+        }
+}
+
+size_t step_committed(struct pl_topic *pt, const struct store_progress *prog, size_t nprog, struct pl_commit *commits)
+{
+        step_counted(pt, prog, nprog);
+        for (size_t i = 0; i < nprog; i++) {
+                commits[i] = (struct pl_commit){prog[i].topic, prog[i].partition, prog[i].next_offset};
                 struct part_state *ps = part_state(pt->parts, pt->topic_idx, prog[i].partition);
                 if (prog[i].next_offset > ps->own_next)
                         ps->own_next = prog[i].next_offset;

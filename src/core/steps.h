@@ -38,6 +38,9 @@ enum mismatch_verdict step_mismatch(struct pl_topic *pt, struct pl_entry *e, con
 enum store_rc step_note_mismatch(struct pl_topic *pt, const struct pl_entry *e, const char *first_fingerprint,
                                  enum mismatch_verdict v, char *err, size_t errsz) __attribute__((warn_unused_result));
 
+/** After a COMMIT of prog: its outcomes added to the stats and metrics. */
+void step_counted(struct pl_topic *pt, const struct store_progress *prog, size_t nprog);
+
 /** After a COMMIT of prog: fill commits[], add to the stats, remember each
  *  partition's verified position and forget its crash-loop ledger rows.
  *  Returns nprog. */

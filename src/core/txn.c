@@ -30,6 +30,7 @@
 #include "pg/offsets.h"
 #include "pg/outbox.h"
 #include "pg/reruns.h"
+#include "pg/parallel_positions.h"
 
 /* One batch in flight: the items, and where the batch stands. */
 struct txn {
@@ -440,11 +441,43 @@ static enum pl_rc send_replies(struct txn *x)
         return PL_OK;
 }
 
+/* 9, for a parallel worker's sub-batch: its counters, and its own position
+ *  in every partition of the whole batch (none of its messages is below
+ *  that batch's end undone); the partition's position moves only once
+ *  every worker committed (core/parallel.c). */
+static enum pl_rc record_worker_progress(struct txn *x)
+{
+        const struct par_sub *par = x->pt->par;
+        int32_t parts[par->nspan ? par->nspan : 1];
+        int64_t next[par->nspan ? par->nspan : 1];
+        enum store_rc rc;
+        for (size_t i = 0; i < x->b.nprog; i++) {
+                struct store_progress *p = &x->b.prog[i];
+                for (size_t k = 0; k < par->nspan; k++)
+                        if (par->span[k].partition == p->partition)
+                                p->from_offset = p->next_offset = par->span[k].from_offset;
+                p->own_next = -1;
+        }
+        for (size_t k = 0; k < par->nspan; k++) {
+                parts[k] = par->span[k].partition;
+                next[k] = par->span[k].next_offset;
+        }
+        struct store_behind behind;
+        if ((rc = store_progress(x->pt->store, x->pt->cfg->namespace, x->b.nprog, x->b.prog, &behind, x->err,
+                                 x->errsz)) ||
+            (rc = store_parallel_mark(x->pt->store, x->pt->cfg->namespace, x->pt->t->name, par->layout, par->worker,
+                                      par->nspan, parts, next, x->err, x->errsz)))
+                return failed(x, rc);
+        return PL_OK;
+}
+
 /* 9. Per-partition progress, in the same transaction. */
 static enum pl_rc record_progress(struct txn *x)
 {
         enum store_rc rc = STORE_OK;
         batch_count(&x->b);
+        if (x->pt->par)
+                return record_worker_progress(x);
         enum pl_rc prc = step_progress(x->pt, x->b.prog, x->b.nprog, &rc, x->err, x->errsz);
         if (rc)
                 return failed(x, rc);
@@ -481,7 +514,11 @@ static void count_refusals(const struct txn *x)
 static size_t committed(struct txn *x, struct pl_commit *commits)
 {
         struct pl_topic *pt = x->pt;
-        size_t nc = step_committed(pt, x->b.prog, x->b.nprog, commits);
+        size_t nc = 0;
+        if (pt->par) /* its partitions are acknowledged once every worker committed */
+                step_counted(pt, x->b.prog, x->b.nprog);
+        else
+                nc = step_committed(pt, x->b.prog, x->b.nprog, commits);
         count_refusals(x);
         if (x->retried) {
                 metrics_failed_retried(pt->t->name, x->retried);

@@ -209,9 +209,12 @@ enum store_rc store_offsets_set(struct store *s, const char *ns, const char *top
                 store_array_int(&oa, next[i]);
         }
         const char *params[4] = {ns, topic, store_array_finish(&pa), store_array_finish(&oa)};
-        /* Setting next_offset directly: moving backwards is the point here. */
+        /* Setting next_offset directly: moving backwards is the point here;
+         * the parallel workers' positions go (they would move it up again). */
         rc = store_query(s,
-                         "INSERT INTO dedupd.offsets AS o (namespace, topic, partition, next_offset)"
+                         "WITH w AS (DELETE FROM dedupd.parallel_positions WHERE namespace = $1 AND topic = $2"
+                         " AND partition = ANY($3::int[]))"
+                         " INSERT INTO dedupd.offsets AS o (namespace, topic, partition, next_offset)"
                          " SELECT $1, $2, u.p, u.o FROM unnest($3::int[], $4::bigint[]) AS u(p, o)"
                          " ORDER BY u.p"
                          " ON CONFLICT (namespace, topic, partition) DO UPDATE SET"

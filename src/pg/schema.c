@@ -216,6 +216,19 @@ static const char *const migrations[] = {
         "  prev_created_at timestamptz,"
         "  PRIMARY KEY (namespace, idem_key, generation)"
         ");",
+        /* 15: parallel keys inside a partition (issue 21 §3): each worker's
+         *    position, written with its effects; the partition's position
+         *    is the least of its workers' (pg/parallel_positions.h) */
+        "CREATE TABLE IF NOT EXISTS dedupd.parallel_positions ("
+        "  namespace   text        NOT NULL,"
+        "  topic       text        NOT NULL,"
+        "  partition   integer     NOT NULL,"
+        "  layout      text        NOT NULL,"
+        "  worker      integer     NOT NULL,"
+        "  next_offset bigint      NOT NULL,"
+        "  updated_at  timestamptz NOT NULL DEFAULT now(),"
+        "  PRIMARY KEY (namespace, topic, partition, layout, worker)"
+        ");",
 };
 #define MIGRATION_CNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -369,6 +382,13 @@ static const struct schema_column {
         {"outbox", "sent_at", "timestamp with time zone", 1},  /* NULL until the broker acknowledged it */
         {"outbox", "topic", "text", 0},
         {"outbox", "value", "bytea", 1},
+        {"parallel_positions", "layout", "text", 0}, /* "<workers>:<key template>" */
+        {"parallel_positions", "namespace", "text", 0},
+        {"parallel_positions", "next_offset", "bigint", 0},
+        {"parallel_positions", "partition", "integer", 0},
+        {"parallel_positions", "topic", "text", 0},
+        {"parallel_positions", "updated_at", "timestamp with time zone", 0},
+        {"parallel_positions", "worker", "integer", 0},
         {"progress_log", "applied", "bigint", 0},
         {"progress_log", "committed_at", "timestamp with time zone", 0},
         {"progress_log", "consumed", "bigint", 0},

@@ -302,7 +302,7 @@ static void lanes_add(struct rt *t)
                 return;
         }
         assert_true(n <= sizeof(t->workers) / sizeof(t->workers[0]));
-        if (pipeline_concurrent(t->pl, t->err, sizeof(t->err)))
+        if (pipeline_concurrent(t->pl, 0, t->err, sizeof(t->err)))
                 fail_msg("workers: %s", t->err);
         for (size_t i = 0; i < n; i++) {
                 struct rt_worker *w = &t->workers[i];
