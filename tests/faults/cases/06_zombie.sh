@@ -44,18 +44,28 @@ for ((i = 0; i < 600; i++)); do
 done
 [[ $(proc_state z) == T ]] || round_failed "z did not stop itself at before_commit hit $n" "$total"
 grep -q "fault point before_commit reached: raising SIGSTOP" "$WORK/z.log" || round_failed "no fault line in z's log" "$total"
-zpid=$(sql "SELECT pid FROM pg_stat_activity WHERE datname = '$DB' AND application_name = 'dedupd'
-            AND state LIKE 'idle in transaction%' LIMIT 1")
+# z's backend: the one idle in its transaction for seconds. b's own batches
+# go on meanwhile, and between two of their statements b's backend is idle in
+# transaction too, for a moment: taking that one for z's (as a LIMIT 1 over
+# the idle ones did) left the test looking for a waiter other than b's.
+zpid=""
+for ((i = 0; i < 100; i++)); do
+        zpid=$(sql "SELECT pid FROM pg_stat_activity WHERE datname = '$DB' AND application_name = 'dedupd'
+                    AND state LIKE 'idle in transaction%' AND state_change < now() - interval '2 seconds'
+                    ORDER BY state_change LIMIT 1")
+        [[ -n $zpid ]] && break
+        sleep 0.1
+done
 [[ -n $zpid ]] || round_failed "the stopped zombie holds no open transaction" "$total"
 at_stop=$(progressed "$T")
 log "ok: z stopped (SIGSTOP) at before_commit hit $n, backend $zpid idle in transaction, database at $at_stop of $total"
 
 blocked=""
 for ((i = 0; i < 600; i++)); do # session timeout + rebalance
-        # a lock it waits for, read from the lock table (not granted), whatever
-        # the backend's application_name and its wait event say at that instant
-        blocked=$(sql "SELECT a.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-                       WHERE NOT l.granted AND a.datname = '$DB' AND a.pid <> $zpid LIMIT 1")
+        # a backend the zombie's locks block, whatever its application_name
+        # and its wait event say at that instant
+        blocked=$(sql "SELECT pid FROM pg_stat_activity WHERE datname = '$DB'
+                       AND $zpid = ANY(pg_blocking_pids(pid)) LIMIT 1")
         [[ -n $blocked ]] && break
         sleep 0.05
 done
