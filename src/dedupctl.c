@@ -62,6 +62,16 @@ static const struct command commands[] = {
          "outbox rows. dedupctl inspect shows a key's re-runs, stats counts them, verify allows one more effect\n"
          "per re-run.",
          "reason emit-only by", 1, 1, cmd_rerun_args, cmd_rerun},
+        {"dupes", "-c FILE [--since TIME|DURATION] [--topic TOPIC] [--limit N]",
+         "where the absorbed duplicates come from: origin, producer, partition, delay",
+         "Where the absorbed duplicates of the namespace come from, from the sample dedupd records of them\n"
+         "(provenance.every, dedupd.duplicates): how many by origin — redelivery (that very message again: a\n"
+         "crash, a rebalance, a replay), same-partition (another message of its partition: the producer sent\n"
+         "it twice), other-partition, other-topic — with the delay since the key's first delivery; by source\n"
+         "(the provenance.header's value, who produced it); by the partition they arrived on. --since TIME\n"
+         "(ISO-8601 or epoch ms) or DURATION ago (default 24h); --topic: one topic; --limit: rows per table\n"
+         "(default 10). Exit 1 when nothing was sampled since then, saying each topic's sampling.",
+         "since topic limit", 1, 0, cmd_dupes_args, cmd_dupes},
         {"stats", "-c FILE", "keys by status and per-partition progress of the namespace",
          "Keys by status and per-partition progress of the namespace.", "", 1, 0, NULL, cmd_stats},
         {"purge", "-c FILE [--batch N] [--dry-run]", "purge expired responses, keys, progress and sent outbox rows now",
@@ -182,7 +192,7 @@ static const struct {
         const char *name, *arg, *desc;
 } opt_help[] = {
         {"config", "FILE", "the configuration (YAML)"},
-        {"topic", "TOPIC", "the topic (subject) to replay; -t"},
+        {"topic", "TOPIC", "the topic (subject) to replay, or dupes' one topic; -t"},
         {"partitions", "0,2", "only these partitions"},
         {"to-beginning", NULL, "to the first record still there"},
         {"to-offset", "N", "to offset N (NATS: stream sequence N); with --reproduce the end of the range"},
@@ -191,7 +201,7 @@ static const struct {
         {"from-time", "TIME", "--reproduce: the start of the range, by time"},
         {"reproduce", NULL, "produce the range again instead of moving the group"},
         {"dry-run", NULL, "say what would be done, change nothing"},
-        {"since", "TIME", "also count what happened since TIME"},
+        {"since", "TIME", "verify: also count what happened since TIME; dupes: from TIME, or DURATION ago"},
         {"expect-caught-up", NULL, "a partition not caught up is an anomaly (exit 1)"},
         {"wait", "SECONDS", "wait up to SECONDS for lag 0 first (implies --expect-caught-up)"},
         {"batch", "N", "rows deleted per transaction (1 to 100000)"},
@@ -204,7 +214,7 @@ static const struct {
         {"apply", NULL, "run the statements (as the owner), in one transaction"},
         {"all", NULL, "every given-up row"},
         {"unsent", NULL, "list: the rows still waiting too"},
-        {"limit", "N", "list: at most N rows (default 100)"},
+        {"limit", "N", "at most N rows (outbox list: default 100; dupes: per table, default 10)"},
         {"markdown", NULL, "as Markdown (docs/configuration.md)"},
         {"man", NULL, "as the body of the man page dedupd.yaml(5), for pandoc"},
         {"reason", "TEXT", "why (required; kept with the re-run)"},

@@ -116,6 +116,10 @@ struct topic_conf {
         int parallel_workers;             /* 1: off */
         struct keytmpl *parallel_keytmpl; /* compiled from parallel_key */
         char *parallel_layout;            /* "<workers>:<key>", what the per-worker positions were written under */
+
+        /* provenance: where absorbed duplicates come from (docs/duplicates.md) */
+        int provenance_every;    /* one absorbed duplicate in this many is recorded; 0: none */
+        char *provenance_header; /* the header naming who produced it; "": none */
 };
 
 /** The most brokers one build knows (the broker table, src/source/brokers.c). */
@@ -169,6 +173,9 @@ struct config {
         int http_max_connections_per_ip;
         int http_idle_timeout_s;     /* a connection silent this long is closed */
         int http_gauges_interval_ms; /* gauges read from the database */
+        /* absorption_check: verify's proof on a sample, all the time (docs/duplicates.md) */
+        int64_t absorption_interval_ms; /* 0: off */
+        int absorption_sample;          /* keys per topic and check */
 };
 
 /** "1d 2h 3m 4s 5ms" (the largest units only) into buf. */

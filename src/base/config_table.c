@@ -295,6 +295,25 @@ static const struct field reply_fields[] = {
         {.name = NULL},
 };
 
+static const struct field provenance_fields[] = {
+        {.name = "every",
+         .type = F_INT,
+         .off = TOFF(provenance_every),
+         .def = "100",
+         .min = 0,
+         .max = 1000000,
+         .desc = "One absorbed duplicate in this many (chosen by its key and position, so every run picks the same) "
+                 "is recorded in dedupd.duplicates with where it came from; 1: each; 0: none"},
+        {.name = "header",
+         .type = F_STR,
+         .off = TOFF(provenance_header),
+         .def = "",
+         .desc = "The header naming who produced a message (e.g. \"producer-id\"): recorded with each sampled "
+                 "duplicate and a label of dedupd_duplicates_sampled_total (its first 10 values, the rest "
+                 "\"other\"); \"\": none"},
+        {.name = NULL},
+};
+
 const struct field config_topic_fields[] = {
         {.name = "name",
          .importance = 1,
@@ -365,6 +384,11 @@ const struct field config_topic_fields[] = {
          .sub = parallel_fields,
          .desc = "Parallel keys inside a partition: a batch split by key onto workers, order kept per key, the "
                  "partition's offset advancing only to what every worker committed (docs/parallel-keys.md)"},
+        {.name = "provenance",
+         .type = F_SECTION,
+         .sub = provenance_fields,
+         .desc = "Where absorbed duplicates come from: a sample recorded with its origin, producer and delay "
+                 "(dedupctl dupes, docs/duplicates.md)"},
         {.name = NULL},
 };
 
@@ -423,6 +447,24 @@ static const struct field purge_fields[] = {
          .max = 100000,
          .reload = 1,
          .desc = "Keys deleted per statement: small batches keep locks short"},
+        {.name = NULL},
+};
+
+static const struct field absorption_fields[] = {
+        {.name = "interval",
+         .type = F_DURATION,
+         .off = COFF(absorption_interval_ms),
+         .def = "5m",
+         .desc = "How often the daemon checks a sample of each topic's keys against its handler's evidence "
+                 "(dedupctl verify's proof: one effect per DONE key, none per FAILED one); 0: never"},
+        {.name = "sample",
+         .type = F_INT,
+         .off = COFF(absorption_sample),
+         .def = "1000",
+         .min = 1,
+         .max = 100000,
+         .desc = "Keys per topic and check, drawn at random (TABLESAMPLE: a check reads about this many rows "
+                 "however large the table)"},
         {.name = NULL},
 };
 
@@ -709,6 +751,11 @@ const struct field config_top_fields[] = {
          .type = F_SECTION,
          .sub = limits_fields,
          .desc = "What one message, one batch and the outbox may hold (docs/configuring.md: Limits)"},
+        {.name = "absorption_check",
+         .type = F_SECTION,
+         .sub = absorption_fields,
+         .desc = "The continuous absorption check: effects = distinct keys on a sample, as gauges "
+                 "(docs/duplicates.md)"},
         {.name = NULL},
 };
 

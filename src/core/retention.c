@@ -70,12 +70,12 @@ void retention_tick(struct store *s, const struct config *cfg, int64_t now_ms)
                             cfg->purge_interval_ms, err);
         else
                 metrics_purge((uint64_t)st.keys, (uint64_t)st.responses, (uint64_t)st.outbox_rows, (double)time(NULL));
-        if (st.keys || st.responses || st.progress_rows || st.mismatch_rows || st.outbox_rows)
+        if (st.keys || st.responses || st.progress_rows || st.mismatch_rows || st.duplicate_rows || st.outbox_rows)
                 log_info("retention",
                          "purged %" PRId64 " expired key(s), %" PRId64 " response(s) past response_ttl, "
                          "%" PRId64 " progress_log row(s), %" PRId64 " fingerprint mismatch(es), %" PRId64
-                         " sent outbox row(s) in %" PRId64 " ms%s",
-                         st.keys, st.responses, st.progress_rows, st.mismatch_rows, st.outbox_rows,
+                         " sampled duplicate(s), %" PRId64 " sent outbox row(s) in %" PRId64 " ms%s",
+                         st.keys, st.responses, st.progress_rows, st.mismatch_rows, st.duplicate_rows, st.outbox_rows,
                          log_now_ms() - now_ms, st.more ? "; more to go, continuing" : "");
 }
 

@@ -11,6 +11,7 @@
 #include "base/fault.h"
 #include "base/log.h"
 #include "base/timeline.h"
+#include "core/absorption.h"
 #include "core/batch.h"
 #include "core/external.h"
 #include "core/instance.h"
@@ -1088,6 +1089,7 @@ static void housekeeping(struct runner *r, int64_t now)
         relay(r, pipeline_take_outbox(r->pl) > 0);
         retention_tick(r->store, r->cfg, log_now_ms()); /* every purge.interval_ms */
         external_reap_tick(r->cfg, r->store, r->pl, now);
+        absorption_tick(r->cfg, r->store, r->pl, now);
         read_gauges(r, now);
         record_skipped(r, now);
 }

@@ -2,9 +2,12 @@
 #include "ops/metrics.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/mem.h"
 #include "ops/registry.h"
 
 #define SECONDS_BUCKETS                                                                                                \
@@ -41,6 +44,12 @@ enum family {
         CLAIM_CONFLICTS,
         REPLIES_REFUSED,
         HANDLER_REFUSALS,
+        DUPES_SAMPLED,
+        DUPE_DELAY,
+        ABSORB_KEYS,
+        ABSORB_EFFECTS,
+        ABSORB_VIOLATIONS,
+        ABSORB_LAST,
         FAMILIES
 };
 
@@ -168,7 +177,46 @@ static const struct metric_def defs[FAMILIES] = {
                          "UTF-8, an emit to an illegal destination), in messages whose outcome committed: the "
                          "call returned -1",
                  .labels = {"call"}},
+        [DUPES_SAMPLED] = {.name = "dedupd_duplicates_sampled_total",
+                           .type = METRIC_COUNTER,
+                           .help = "Absorbed duplicates recorded by provenance.every (a sample), by origin: "
+                                   "redelivery (that very message again), same-partition (the producer sent it "
+                                   "twice), other-partition, other-topic; and by provenance.header's value (its "
+                                   "first 10 values, the rest other; none: no header)",
+                           .labels = {"topic", "origin", "source"}},
+        [DUPE_DELAY] = {.name = "dedupd_duplicate_delay_seconds",
+                        .type = METRIC_HISTOGRAM,
+                        .help = "Sampled duplicates: time since their key's first delivery was claimed",
+                        .labels = {"topic"},
+                        .buckets = {0.01, 0.1, 1, 10, 60, 600, 3600, 21600, 86400, 604800},
+                        .nbuckets = 10},
+        [ABSORB_KEYS] = {.name = "dedupd_absorption_sampled_keys",
+                         .type = METRIC_GAUGE,
+                         .help = "The last absorption check: DONE keys it sampled (absorption_check)",
+                         .labels = {"topic"}},
+        [ABSORB_EFFECTS] = {.name = "dedupd_absorption_effects",
+                            .type = METRIC_GAUGE,
+                            .help = "The last absorption check: the effects of the sampled keys in the handler's "
+                                    "evidence table (equal to dedupd_absorption_sampled_keys when every DONE key "
+                                    "has one effect and no FAILED key has any)",
+                            .labels = {"topic"}},
+        [ABSORB_VIOLATIONS] = {.name = "dedupd_absorption_violations",
+                               .type = METRIC_GAUGE,
+                               .help = "The last absorption check: sampled keys dedupctl verify would report (a "
+                                       "DONE key with no effect or a second one, a FAILED key with one)",
+                               .labels = {"topic"}},
+        [ABSORB_LAST] = {.name = "dedupd_absorption_check_timestamp_seconds",
+                         .type = METRIC_GAUGE,
+                         .help = "When the absorption check of the topic last ran (Unix time)",
+                         .labels = {"topic"}},
 };
+
+/* The producer values that get a label of their own: the first
+ * SOURCES_MAX seen, the rest "other" (a bounded number of series). */
+#define SOURCES_MAX 10
+static char *sources[SOURCES_MAX];
+static size_t nsources;
+static pthread_mutex_t sources_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct registry *reg;
 static struct metric *fam[FAMILIES];
@@ -189,6 +237,9 @@ void metrics_free(void)
 {
         registry_free(reg);
         reg = NULL;
+        for (size_t i = 0; i < nsources; i++)
+                free(sources[i]);
+        nsources = 0;
         memset(fam, 0, sizeof(fam));
 }
 
@@ -316,4 +367,36 @@ void metrics_reply_refused(const char *topic, const char *reason)
 void metrics_handler_refusals(const char *call, uint64_t n)
 {
         inc(HANDLER_REFUSALS, (const char *const[]){call}, (double)n);
+}
+
+static const char *source_label(const char *source)
+{
+        const char *label = "other";
+        if (!source)
+                return "none";
+        pthread_mutex_lock(&sources_lock);
+        for (size_t i = 0; i < nsources; i++)
+                if (!strcmp(sources[i], source))
+                        label = sources[i];
+        if (!strcmp(label, "other") && nsources < SOURCES_MAX)
+                label = sources[nsources++] = xstrdup(source);
+        pthread_mutex_unlock(&sources_lock);
+        return label;
+}
+
+void metrics_duplicate_sampled(const char *topic, const char *origin, const char *source, double delay_seconds)
+{
+        if (!reg)
+                return;
+        inc(DUPES_SAMPLED, (const char *const[]){topic, origin, source_label(source)}, 1);
+        metric_observe(fam[DUPE_DELAY], (const char *const[]){topic}, delay_seconds);
+}
+
+void metrics_absorption(const char *topic, uint64_t keys, uint64_t effects, uint64_t violations, double unix_time)
+{
+        const char *const l[] = {topic};
+        set(ABSORB_KEYS, l, (double)keys);
+        set(ABSORB_EFFECTS, l, (double)effects);
+        set(ABSORB_VIOLATIONS, l, (double)violations);
+        set(ABSORB_LAST, l, unix_time);
 }

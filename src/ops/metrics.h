@@ -36,6 +36,12 @@ void metrics_expired(const char *topic, uint64_t n);
 void metrics_failed_retried(const char *topic, uint64_t n);
 /** An answer of reconcile(): "done", "failed", "reexecute", "unknown" or "error". */
 void metrics_reconciled(const char *topic, const char *answer);
+/** A sampled absorbed duplicate: its origin (pg/duplicates.h), producer
+ *  (NULL: none) and the seconds since its key's first delivery. */
+void metrics_duplicate_sampled(const char *topic, const char *origin, const char *source, double delay_seconds);
+/** One absorption check of a topic: DONE keys sampled, their effects, the
+ *  keys verify would report, when. */
+void metrics_absorption(const char *topic, uint64_t keys, uint64_t effects, uint64_t violations, double unix_time);
 /** Rows in the outbox not yet published (given-up ones not counted), and given up. */
 void metrics_outbox_backlog(uint64_t rows);
 void metrics_outbox_given_up_rows(uint64_t rows);

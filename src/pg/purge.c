@@ -54,6 +54,13 @@ static const char *const sql_delete_mismatches =
         " WHERE namespace = $1 AND noticed_at < now() - $3::bigint * interval '1 millisecond'"
         " ORDER BY noticed_at LIMIT $2::int FOR UPDATE SKIP LOCKED))";
 
+/* $1 namespace, $2 batch, $3 keep (ms): the sampled duplicates' provenance, kept as long as the progress. */
+static const char *const sql_delete_duplicates =
+        "DELETE FROM dedupd.duplicates WHERE ctid = ANY(ARRAY("
+        " SELECT ctid FROM dedupd.duplicates"
+        " WHERE namespace = $1 AND seen_at < now() - $3::bigint * interval '1 millisecond'"
+        " ORDER BY seen_at LIMIT $2::int FOR UPDATE SKIP LOCKED))";
+
 /* Sent outbox rows older than the keep in parameter KEEP (ms): oldest first
  * along outbox_sent; an unsent or given-up row is never touched. */
 #define OUTBOX_SENT_BEFORE(KEEP)                                                                                       \
@@ -75,7 +82,9 @@ static const char *const sql_count =
         " (SELECT count(*) FROM dedupd.keys WHERE namespace = $1 AND status = 'PENDING'"
         "  AND expires_at < now()),"
         " (SELECT count(*) FROM dedupd.mismatches WHERE namespace = $1"
-        "  AND noticed_at < now() - $2::bigint * interval '1 millisecond')";
+        "  AND noticed_at < now() - $2::bigint * interval '1 millisecond'),"
+        " (SELECT count(*) FROM dedupd.duplicates WHERE namespace = $1"
+        "  AND seen_at < now() - $2::bigint * interval '1 millisecond')";
 
 static const char *const sql_pending_kept =
         "SELECT count(*) FROM dedupd.keys WHERE namespace = $1 AND status = 'PENDING' AND expires_at < now()";
@@ -126,6 +135,9 @@ int store_purge(struct store *s, const char *ns, int batch, int64_t progress_kee
         if (!st->more &&
             purge_loop(s, sql_delete_mismatches, 3, params, batch, deadline_ms, &st->mismatch_rows, st, err, errsz))
                 return -1;
+        if (!st->more &&
+            purge_loop(s, sql_delete_duplicates, 3, params, batch, deadline_ms, &st->duplicate_rows, st, err, errsz))
+                return -1;
         if (!st->more && outbox_keep_ms > 0 &&
             purge_loop(s, sql_delete_outbox, 3, oparams, batch, deadline_ms, &st->outbox_rows, st, err, errsz))
                 return -1;
@@ -174,6 +186,7 @@ int store_purge_count(struct store *s, const char *ns, int64_t progress_keep_ms,
         st->progress_rows = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
         st->pending_kept = strtoll(PQgetvalue(r, 0, 3), NULL, 10);
         st->mismatch_rows = strtoll(PQgetvalue(r, 0, 4), NULL, 10);
+        st->duplicate_rows = strtoll(PQgetvalue(r, 0, 5), NULL, 10);
         PQclear(r);
         return 0;
 }

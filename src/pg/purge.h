@@ -13,6 +13,7 @@ struct purge_stats {
         int64_t keys;             /* DONE/FAILED/EXPIRED keys deleted: expires_at passed */
         int64_t progress_rows;    /* progress_log rows older than progress_keep_ms deleted */
         int64_t mismatch_rows;    /* dedupd.mismatches rows as old, deleted with them */
+        int64_t duplicate_rows;   /* dedupd.duplicates rows (sampled provenance) as old, deleted with them */
         int64_t pending_kept;     /* PENDING keys past expires_at, left alone */
         int64_t progress_keep_ms; /* how old a progress_log row must be to go */
         int64_t outbox_rows;      /* sent outbox rows deleted: sent longer than outbox_keep_ms ago */

@@ -229,6 +229,25 @@ static const char *const migrations[] = {
         "  updated_at  timestamptz NOT NULL DEFAULT now(),"
         "  PRIMARY KEY (namespace, topic, partition, layout, worker)"
         ");",
+        /* 16: where duplicates come from (issue 21 §5): a sample of the
+         *    absorbed ones, with the first delivery they repeat, written in
+         *    the batch's transaction (pg/duplicates.h); purged with the
+         *    progress */
+        "CREATE TABLE IF NOT EXISTS dedupd.duplicates ("
+        "  namespace       text        NOT NULL,"
+        "  topic           text        NOT NULL,"
+        "  idem_key        text        NOT NULL,"
+        "  partition       integer     NOT NULL,"
+        "  \"offset\"        bigint      NOT NULL,"
+        "  origin          text        NOT NULL,"
+        "  first_topic     text        NOT NULL,"
+        "  first_partition integer     NOT NULL,"
+        "  first_offset    bigint      NOT NULL,"
+        "  source          text,"
+        "  delay_ms        bigint      NOT NULL,"
+        "  seen_at         timestamptz NOT NULL DEFAULT now()"
+        ");"
+        "CREATE INDEX IF NOT EXISTS duplicates_seen ON dedupd.duplicates (namespace, seen_at);",
 };
 #define MIGRATION_CNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -318,6 +337,18 @@ static const struct schema_column {
         {"attempts", "single", "boolean", 0}, /* a message run alone, or a batch's start */
         {"attempts", "topic", "text", 0},
         {"attempts", "until_offset", "bigint", 0},
+        {"duplicates", "delay_ms", "bigint", 0}, /* since the key's first delivery was claimed */
+        {"duplicates", "first_offset", "bigint", 0},
+        {"duplicates", "first_partition", "integer", 0},
+        {"duplicates", "first_topic", "text", 0},
+        {"duplicates", "idem_key", "text", 0},
+        {"duplicates", "namespace", "text", 0},
+        {"duplicates", "offset", "bigint", 0},
+        {"duplicates", "origin", "text", 0}, /* redelivery, same-partition, other-partition, other-topic */
+        {"duplicates", "partition", "integer", 0},
+        {"duplicates", "seen_at", "timestamp with time zone", 0},
+        {"duplicates", "source", "text", 1}, /* provenance.header's value; NULL: none */
+        {"duplicates", "topic", "text", 0},
         {"evidence", "declared_at", "timestamp with time zone", 0},
         {"evidence", "handler", "text", 0},
         {"evidence", "key_column", "text", 0}, /* host->set_evidence's key_column */

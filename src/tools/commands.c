@@ -18,6 +18,7 @@
 #include "tools/check.h"
 #include "tools/plan.h"
 #include "base/isotime.h"
+#include "tools/dupes.h"
 #include "tools/replay.h"
 #include "tools/rows.h"
 #include "tools/mismatch_report.h"
@@ -357,6 +358,8 @@ int cmd_purge(struct config *cfg, const struct cmd_args *a)
                dry_run ? "progress_log to delete:" : "progress_log deleted:", st.progress_rows, keep);
         printf("%-26s %" PRId64 " (fingerprint mismatches older than %s)\n",
                dry_run ? "mismatches to delete:" : "mismatches deleted:", st.mismatch_rows, keep);
+        printf("%-26s %" PRId64 " (sampled duplicates older than %s)\n",
+               dry_run ? "duplicates to delete:" : "duplicates deleted:", st.duplicate_rows, keep);
         if (st.outbox_keep_ms > 0) {
                 config_format_duration(st.outbox_keep_ms, keep, sizeof(keep));
                 printf("%-26s %" PRId64 " (sent more than %s ago)\n",
@@ -450,6 +453,18 @@ int cmd_rerun_args(struct cmd_args *a)
 }
 
 int cmd_rerun(struct config *cfg, const struct cmd_args *a) { return rerun_run(cfg, &a->rerun); }
+
+int cmd_dupes_args(struct cmd_args *a)
+{
+        char err[256];
+        if (dupes_parse(a->since, a->limit, a->topic, &a->dupes, err, sizeof(err))) {
+                fprintf(stderr, "dedupctl dupes: %s\n", err);
+                return -1;
+        }
+        return 0;
+}
+
+int cmd_dupes(struct config *cfg, const struct cmd_args *a) { return dupes_run(cfg, &a->dupes); }
 
 int cmd_grant_args(struct cmd_args *a)
 {

@@ -7,6 +7,7 @@
 
 #include "base/config.h"
 #include "source/replay.h"
+#include "tools/dupes.h"
 #include "tools/outbox.h"
 #include "tools/rerun.h"
 
@@ -23,7 +24,7 @@ struct cmd_args {
         size_t table_cnt;
         int apply;               /* grant --apply */
         int all, unsent;         /* outbox --all, --unsent */
-        const char *limit;       /* outbox list --limit */
+        const char *limit;       /* outbox list --limit, dupes --limit */
         int markdown;            /* help-config: 1 --markdown, 2 --man */
         const char *reason, *by; /* rerun --reason, --by */
         int emit_only;           /* rerun --emit-only */
@@ -35,6 +36,7 @@ struct cmd_args {
         int32_t *parts; /* replay --partitions */
         struct outbox_opts outbox;
         struct rerun_opts rerun;
+        struct dupes_opts dupes;
         int batch_rows;    /* purge --batch (0: purge.batch) */
         double rate_per_s; /* plan --rate */
 };
@@ -51,6 +53,7 @@ int cmd_plan(struct config *cfg, const struct cmd_args *a);
 int cmd_replay(struct config *cfg, const struct cmd_args *a);
 int cmd_verify(struct config *cfg, const struct cmd_args *a);
 int cmd_rerun(struct config *cfg, const struct cmd_args *a);
+int cmd_dupes(struct config *cfg, const struct cmd_args *a);
 
 /* The args steps: the option combinations checked and parsed before the
  * config is read; 0, or -1 after saying why (bad usage: exit 2). */
@@ -60,6 +63,7 @@ int cmd_outbox_args(struct cmd_args *a);
 int cmd_plan_args(struct cmd_args *a);
 int cmd_replay_args(struct cmd_args *a);
 int cmd_rerun_args(struct cmd_args *a);
+int cmd_dupes_args(struct cmd_args *a);
 
 void cmd_args_free(struct cmd_args *a);
 

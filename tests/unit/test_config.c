@@ -461,7 +461,8 @@ static const struct err_case err_cases[] = {
          "t.yaml:10:16: 'topics[0].key.subject': unknown AMQP property '{amqp:priority}'", NULL, NULL},
         {"error: unknown top-level key", Y_HEAD "colour: blue\n" Y_TOPICS, 1, "t.yaml:7:1: unknown key 'colour'",
          "(expected one of: namespace, log_level, log_format, startup_timeout_ms, shutdown_timeout_ms, workers, "
-         "source, postgres, kafka, rabbitmq, nats, topics, retention_classes, purge, outbox, http, limits)",
+         "source, postgres, kafka, rabbitmq, nats, topics, retention_classes, purge, outbox, http, limits, "
+         "absorption_check)",
          NULL},
         {"error: unknown key inside topics[0].key",
          Y_HEAD Y_TOPIC_START Y_SUBJECT Y_ACTION "      flavour: salty\n" Y_HANDLER, 1,
