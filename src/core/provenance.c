@@ -1,19 +1,25 @@
-/* provenance: where absorbed duplicates come from — a deterministic sample of a batch's duplicates recorded in its transaction, counted once it committed. */
+/* provenance: where absorbed duplicates come from — a deterministic sample of each committed batch's duplicates, buffered and written off the batch's path, then counted. */
 #include "core/provenance.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "base/mem.h"
 #include "base/utf8.h"
 #include "core/reply.h"
 #include "ops/metrics.h"
 #include "pg/duplicates.h"
 
-struct prov_seen {
-        char *topic, *origin, *source;
-        int64_t delay_ms;
-};
+/* What the lanes sampled and the runner has not written yet. */
+static struct {
+        pthread_mutex_t lock;
+        struct store_dup_row *rows;
+        size_t n, cap;
+        int64_t last_flush_ms;
+        struct log_ratelimit rl;
+} buf = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* FNV-1a, 64 bits, over the key, the partition and the offset. */
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
@@ -52,69 +58,82 @@ static char *source_of(const struct topic_conf *t, const struct pl_msg *m)
         if (!len || !utf8_text_ok(v, cut))
                 return xstrdup("(not UTF-8)");
         char *s = xmalloc(cut + 1);
-        memcpy(s, h->value, cut);
+        memcpy(s, v, cut);
         s[cut] = '\0';
         return s;
 }
 
-static void seen(void *opaque, const char *topic, const char *origin, const char *source, int64_t delay_ms)
+static void rows_free(struct store_dup_row *rows, size_t n)
 {
-        struct provenance *p = opaque;
-        if (p->n == p->cap) {
-                p->cap = p->cap ? p->cap * 2 : 16;
-                p->seen = xrealloc(p->seen, p->cap * sizeof(*p->seen));
+        for (size_t i = 0; i < n; i++) {
+                free((char *)rows[i].key);
+                free((char *)rows[i].topic);
+                free((char *)rows[i].source);
         }
-        p->seen[p->n++] =
-                (struct prov_seen){xstrdup(topic), xstrdup(origin), source ? xstrdup(source) : NULL, delay_ms};
+        free(rows);
 }
 
-static void clear(struct provenance *p)
+static void push(const struct pl_topic *pt, const struct batch_item *it)
 {
-        for (size_t i = 0; i < p->n; i++) {
-                free(p->seen[i].topic);
-                free(p->seen[i].origin);
-                free(p->seen[i].source);
+        const struct pl_msg *m = it->e->msg;
+        if (buf.n == buf.cap) {
+                buf.cap = buf.cap ? buf.cap * 2 : 64;
+                buf.rows = xrealloc(buf.rows, buf.cap * sizeof(*buf.rows));
         }
-        p->n = 0;
+        buf.rows[buf.n++] = (struct store_dup_row){xstrdup(it->e->st.idem_key), xstrdup(m->topic), m->partition,
+                                                   m->offset, source_of(pt->t, m)};
 }
 
-enum store_rc provenance_note(const struct pl_topic *pt, const struct batch *b, struct provenance *p, char *err,
-                              size_t errsz)
+void provenance_collect(const struct pl_topic *pt, const struct batch *b)
 {
-        const struct topic_conf *t = pt->t;
-        struct store_dup_row *rows = NULL;
-        size_t n = 0;
-        clear(p);
-        for (size_t i = 0; i < b->n; i++) {
+        if (pt->t->provenance_every <= 0)
+                return;
+        pthread_mutex_lock(&buf.lock);
+        for (size_t i = 0; i < b->n && buf.n < PROVENANCE_BUFFER_MAX; i++) {
                 const struct batch_item *it = &b->items[i];
                 const struct pl_msg *m = it->e->msg;
-                if ((it->state != ITEM_REPEAT && it->state != ITEM_KNOWN) ||
-                    !provenance_sampled(t->provenance_every, it->e->st.idem_key, m->partition, m->offset))
-                        continue;
-                if (!rows)
-                        rows = xcalloc(b->n, sizeof(*rows));
-                rows[n++] =
-                        (struct store_dup_row){it->e->st.idem_key, m->topic, m->partition, m->offset, source_of(t, m)};
+                if ((it->state == ITEM_REPEAT || it->state == ITEM_KNOWN) &&
+                    provenance_sampled(pt->t->provenance_every, it->e->st.idem_key, m->partition, m->offset))
+                        push(pt, it);
         }
-        enum store_rc rc = store_note_duplicates(pt->store, pt->cfg->namespace, rows, n, seen, p, err, errsz);
-        for (size_t i = 0; i < n; i++)
-                free((char *)rows[i].source);
-        free(rows);
-        return rc;
+        pthread_mutex_unlock(&buf.lock);
 }
 
-void provenance_count(struct provenance *p)
+static void seen(void *opaque, const char *topic, const char *origin, const char *source, int64_t delay_ms)
 {
-        for (size_t i = 0; i < p->n; i++)
-                metrics_duplicate_sampled(p->seen[i].topic, p->seen[i].origin, p->seen[i].source,
-                                          (double)p->seen[i].delay_ms / 1000.0);
-        clear(p);
+        (void)opaque;
+        metrics_duplicate_sampled(topic, origin, source, (double)delay_ms / 1000.0);
 }
 
-void provenance_free(struct provenance *p)
+#define FLUSH_INTERVAL_MS 1000
+void provenance_flush(struct store *s, const char *ns, int64_t now_ms, int force)
 {
-        clear(p);
-        free(p->seen);
-        p->seen = NULL;
-        p->cap = 0;
+        struct store_dup_row *rows;
+        size_t n;
+        char err[512];
+        pthread_mutex_lock(&buf.lock);
+        n = buf.n;
+        if (!n || (!force && now_ms - buf.last_flush_ms < FLUSH_INTERVAL_MS && n < PROVENANCE_BUFFER_MAX / 2)) {
+                pthread_mutex_unlock(&buf.lock);
+                return;
+        }
+        rows = buf.rows;
+        buf.rows = NULL;
+        buf.n = buf.cap = 0;
+        buf.last_flush_ms = now_ms;
+        pthread_mutex_unlock(&buf.lock);
+        if (store_note_duplicates(s, ns, rows, n, seen, NULL, err, sizeof(err)))
+                log_limited(&buf.rl, 1, 60000, LOG_WARN, "provenance",
+                            "%zu sampled duplicate(s) not recorded: %s (the duplicates were absorbed and counted)", n,
+                            err);
+        rows_free(rows, n);
+}
+
+void provenance_discard(void)
+{
+        pthread_mutex_lock(&buf.lock);
+        rows_free(buf.rows, buf.n);
+        buf.rows = NULL;
+        buf.n = buf.cap = 0;
+        pthread_mutex_unlock(&buf.lock);
 }

@@ -13,6 +13,7 @@
 #include "base/timeline.h"
 #include "core/absorption.h"
 #include "core/batch.h"
+#include "core/provenance.h"
 #include "core/external.h"
 #include "core/instance.h"
 #include "core/lanes.h"
@@ -1090,6 +1091,8 @@ static void housekeeping(struct runner *r, int64_t now)
         retention_tick(r->store, r->cfg, log_now_ms()); /* every purge.interval_ms */
         external_reap_tick(r->cfg, r->store, r->pl, now);
         absorption_tick(r->cfg, r->store, r->pl, now);
+        if (store_idle(r->store))
+                provenance_flush(r->store, r->cfg->namespace, now, 0);
         read_gauges(r, now);
         record_skipped(r, now);
 }
@@ -1233,6 +1236,9 @@ int runner_run(struct runner *r, struct source *src, volatile sig_atomic_t *stop
         }
         quiesce(r);
         log_stats(r);
+        if (!r->db_down && store_idle(r->store))
+                provenance_flush(r->store, r->cfg->namespace, log_now_ms(), 1);
+        provenance_discard();
         pipeline_stop(r->pl);
         instance_leave(r->store);
         purge(r, NULL, 0, "the partitions this process leaves");

@@ -42,9 +42,8 @@ struct txn {
         int conflict;                   /* the keys' INSERT found one committed since the probe */
         const char **probed;            /* after a conflict: the keys the probe found fresh, sorted */
         size_t nprobed;
-        int reported;           /* the conflict was logged */
-        size_t retried;         /* FAILED keys this attempt runs again (on_failed: retry) */
-        struct provenance prov; /* the sampled duplicates this attempt recorded */
+        int reported;   /* the conflict was logged */
+        size_t retried; /* FAILED keys this attempt runs again (on_failed: retry) */
         char *err;
         size_t errsz;
 };
@@ -443,14 +442,6 @@ static enum pl_rc send_replies(struct txn *x)
         return PL_OK;
 }
 
-/* 8b. Where duplicates come from: the sampled ones recorded with their
- *     first delivery (provenance.every; no statement when none is). */
-static enum pl_rc note_provenance(struct txn *x)
-{
-        enum store_rc rc = provenance_note(x->pt, &x->b, &x->prov, x->err, x->errsz);
-        return rc ? failed(x, rc) : PL_OK;
-}
-
 /* 9, for a parallel worker's sub-batch: its counters, and its own position
  *  in every partition of the whole batch (none of its messages is below
  *  that batch's end undone); the partition's position moves only once
@@ -530,7 +521,7 @@ static size_t committed(struct txn *x, struct pl_commit *commits)
         else
                 nc = step_committed(pt, x->b.prog, x->b.nprog, commits);
         count_refusals(x);
-        provenance_count(&x->prov);
+        provenance_collect(pt, &x->b);
         if (x->retried) {
                 metrics_failed_retried(pt->t->name, x->retried);
                 log_info(pt->ctx, "%zu FAILED key%s ran again (on_failed: retry)", x->retried,
@@ -568,7 +559,6 @@ static const struct txn_step {
         {"handler", run_handler},
         {"outcomes", record_outcomes},
         {"replies", send_replies},
-        {"provenance", note_provenance},
         {"progress", record_progress},
         {"commit", commit},
 };
@@ -644,7 +634,6 @@ static enum pl_rc txn_process(struct pl_topic *pt, struct pl_entry *const *ents,
         if (rc != PL_OK)
                 pt->stats->retries++;
         txn_clear(&x);
-        provenance_free(&x.prov);
         free(x.probed);
         return rc;
 }

@@ -1,4 +1,4 @@
-/* duplicates: where absorbed duplicates come from — the sampled ones written in the batch's transaction, the report dedupctl dupes prints, and the continuous absorption check's sample. */
+/* duplicates: where absorbed duplicates come from — the sampled ones written after their batches committed, the report dedupctl dupes prints, and the continuous absorption check's sample. */
 #include "pg/duplicates.h"
 
 #include <inttypes.h>
@@ -11,8 +11,8 @@
 #include "pg/evidence.h"
 
 /* $1 namespace, $2..$6 the rows' keys, topics, partitions, offsets,
- * sources. The first delivery is the key's row, visible in the batch's own
- * transaction whether it committed earlier or was claimed by this batch. */
+ * sources. The first delivery is the key's row (committed: the duplicate's
+ * batch has). */
 static const char *const sql_note =
         "INSERT INTO dedupd.duplicates (namespace, topic, idem_key, partition, \"offset\", origin, first_topic,"
         " first_partition, first_offset, source, delay_ms)"

@@ -1,4 +1,4 @@
-/* duplicates: where absorbed duplicates come from — the sampled ones written in the batch's transaction, the report dedupctl dupes prints, and the continuous absorption check's sample. */
+/* duplicates: where absorbed duplicates come from — the sampled ones written after their batches committed, the report dedupctl dupes prints, and the continuous absorption check's sample. */
 #ifndef DEDUPD_PG_DUPLICATES_H
 #define DEDUPD_PG_DUPLICATES_H
 
@@ -21,7 +21,7 @@ typedef void (*store_dup_seen_fn)(void *opaque, const char *topic, const char *o
                                   int64_t delay_ms);
 
 /**
- * Inside the batch's open transaction: each row recorded in
+ * One statement (its own transaction): each row recorded in
  * dedupd.duplicates with the key's first delivery (dedupd.keys: its topic,
  * partition, offset and when it was claimed) and its origin — redelivery
  * (that very message again), same-partition (another message of the same

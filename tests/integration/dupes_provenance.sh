@@ -33,6 +33,9 @@ order 10 | "$KT" produce -t "$T" -p 1 -H producer-id=$'\xff\xfeok'
 wait_done "$T"
 ADDR=$(metrics_addr d1)
 metric() { curl -s "http://$ADDR/metrics" | awk -v m="$1 " 'index($0, m) == 1 {print $NF}'; }
+# the samples are written (and counted) at most a second after their batches
+counted() { [[ $(metric "dedupd_duplicate_delay_seconds_count{topic=\"$T\"}") == 10 ]]; }
+poll 10 counted || true
 assert_eq "$(metric "dedupd_duplicates_sampled_total{topic=\"$T\",origin=\"same-partition\",source=\"checkout\"}")" 5 "metric: same-partition copies by checkout"
 assert_eq "$(metric "dedupd_duplicates_sampled_total{topic=\"$T\",origin=\"other-partition\",source=\"mobile\"}")" 3 "metric: other-partition copies by mobile"
 assert_eq "$(metric "dedupd_duplicates_sampled_total{topic=\"$T\",origin=\"other-partition\",source=\"none\"}")" 1 "metric: the copy without a header"
