@@ -908,6 +908,7 @@ void config_free(struct config *cfg)
                 keyspec_free(cfg->topics[i].keyspec);
                 keyspec_free(cfg->topics[i].prev_keyspec);
                 keytmpl_free(cfg->topics[i].parallel_keytmpl);
+                keytmpl_free(cfg->topics[i].tenant_keytmpl);
                 free(cfg->topics[i].parallel_layout);
         }
         free(cfg->topics);

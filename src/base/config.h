@@ -117,6 +117,13 @@ struct topic_conf {
         struct keytmpl *parallel_keytmpl; /* compiled from parallel_key */
         char *parallel_layout;            /* "<workers>:<key>", what the per-worker positions were written under */
 
+        /* tenant: a key part naming whose message it is, and what each tenant may keep (docs/tenants.md) */
+        char *tenant_key;               /* template; NULL: no tenants */
+        struct keytmpl *tenant_keytmpl; /* compiled from tenant_key */
+        int tenant_quota;               /* live keys per tenant; 0: none */
+        json_t *tenant_quotas;          /* {tenant: live keys}: overrides of tenant_quota */
+        int tenant_metrics_top;         /* tenants with a metrics label of their own; the rest "other" */
+
         /* provenance: where absorbed duplicates come from (docs/duplicates.md) */
         int provenance_every;    /* one absorbed duplicate in this many is recorded; 0: none */
         char *provenance_header; /* the header naming who produced it; "": none */

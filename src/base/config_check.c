@@ -7,6 +7,7 @@
 #include "base/isotime.h"
 #include "base/keyspec.h"
 #include "base/mem.h"
+#include "base/tenant_name.h"
 
 void config_check_classes(struct config_checks *w)
 {
@@ -182,6 +183,48 @@ static void compile_parallel(struct config_checks *w, struct topic_conf *t)
         t->parallel_layout = xasprintf("%d:%s", t->parallel_workers, t->parallel_key);
 }
 
+/* tenant: a key that compiles, quotas that are numbers, a mode it works in. */
+static void compile_tenant(struct config_checks *w, struct topic_conf *t)
+{
+        char err[512];
+        const char *name;
+        json_t *v;
+        if (!t->tenant_key) {
+                if (t->tenant_quota || t->tenant_quotas)
+                        config_errors_add(w->errs, w->file, t->line, t->col,
+                                          "topic '%s': tenant.quota needs tenant.key (whose message it is)", t->name);
+                return;
+        }
+        if (t->mode == MODE_EXTERNAL)
+                config_errors_add(w->errs, w->file, t->line, t->col,
+                                  "topic '%s': tenant is for transactional mode (its quota is counted in the batch's "
+                                  "transaction)",
+                                  t->name);
+        if (!(t->tenant_keytmpl = keytmpl_compile(t->tenant_key, err, sizeof(err))))
+                config_errors_add(w->errs, w->file, t->line, t->col, "topic '%s': tenant.key: %s", t->name, err);
+        if (t->tenant_quotas && !json_is_object(t->tenant_quotas)) {
+                config_errors_add(w->errs, w->file, t->line, t->col,
+                                  "topic '%s': tenant.quotas: expected a mapping of tenant to live keys", t->name);
+                return;
+        }
+        json_object_foreach(t->tenant_quotas, name, v)
+        {
+                char *end;
+                const char *q = json_is_string(v) ? json_string_value(v) : "";
+                long n = strtol(q, &end, 10);
+                if (!tenant_name_ok(name, strlen(name)))
+                        config_errors_add(w->errs, w->file, t->line, t->col,
+                                          "topic '%s': tenant.quotas: '%s' is not a tenant name (1 to 64 of A-Z a-z "
+                                          "0-9 . _ -)",
+                                          t->name, name);
+                else if (!*q || *end || n < 0 || n > 2000000000)
+                        config_errors_add(w->errs, w->file, t->line, t->col,
+                                          "topic '%s': tenant.quotas.%s: '%s' is not a number of keys (0 to "
+                                          "2000000000)",
+                                          t->name, name, q);
+        }
+}
+
 void config_finish_topics(struct config_checks *w)
 {
         struct config *cfg = w->cfg;
@@ -210,6 +253,7 @@ void config_finish_topics(struct config_checks *w)
                                           "FAILED keys stay: the effect outside PostgreSQL cannot be taken back)",
                                           t->name);
                 compile_parallel(w, t);
+                compile_tenant(w, t);
                 if (cfg->workers > 1 && t->mode == MODE_EXTERNAL)
                         config_errors_add(w->errs, w->file, t->line, t->col,
                                           "topic '%s': external mode runs on one connection: workers must be 1 "

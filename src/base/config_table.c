@@ -295,6 +295,38 @@ static const struct field reply_fields[] = {
         {.name = NULL},
 };
 
+static const struct field tenant_fields[] = {
+        {.name = "key",
+         .importance = 1,
+         .type = F_STR,
+         .off = TOFF(tenant_key),
+         .check = keyspec_template_check,
+         .desc = "Whose message it is, e.g. \"{header:tenant-id}\" or \"{json:tenant}\": 1 to 64 of A-Z a-z 0-9 . _ -, "
+                 "put before the key (\"acme:9527/PAY\"), so tenants never share a key; a message without one, or "
+                 "with another, is dead-lettered"},
+        {.name = "quota",
+         .type = F_INT,
+         .off = TOFF(tenant_quota),
+         .def = "0",
+         .min = 0,
+         .max = 2000000000,
+         .desc = "Live keys a tenant may hold in this topic (claimed and not yet purged); a new key past it is "
+                 "dead-lettered with the reason, its duplicates still absorbed, other tenants unaffected; 0: none"},
+        {.name = "quotas",
+         .type = F_TREE,
+         .off = TOFF(tenant_quotas),
+         .desc = "Per tenant, its own quota, e.g. {acme: 5000000, trial: 1000} (0: none)"},
+        {.name = "metrics_top",
+         .type = F_INT,
+         .off = TOFF(tenant_metrics_top),
+         .def = "10",
+         .min = 0,
+         .max = 1000,
+         .desc = "Tenants that get a label of their own on dedupd_tenant_messages_total (the first seen); the rest "
+                 "are counted as \"other\""},
+        {.name = NULL},
+};
+
 static const struct field provenance_fields[] = {
         {.name = "every",
          .type = F_INT,
@@ -384,6 +416,11 @@ const struct field config_topic_fields[] = {
          .sub = parallel_fields,
          .desc = "Parallel keys inside a partition: a batch split by key onto workers, order kept per key, the "
                  "partition's offset advancing only to what every worker committed (docs/parallel-keys.md)"},
+        {.name = "tenant",
+         .type = F_SECTION,
+         .sub = tenant_fields,
+         .desc = "Tenants: a key part naming whose message it is, a quota of live keys per tenant, per-tenant "
+                 "metrics (docs/tenants.md); transactional mode"},
         {.name = "provenance",
          .type = F_SECTION,
          .sub = provenance_fields,

@@ -24,6 +24,7 @@ void pl_state_clear(struct pl_state *st)
         free(st->idem_key);
         free(st->key_text);
         free(st->prev_key);
+        free(st->tenant);
         free(st->dlq_reason);
         free(st->fail_reason);
         memset(st, 0, sizeof(*st));

@@ -11,11 +11,13 @@
 struct pl_state {
         char *idem_key; /* derived once */
         char *key_text; /* the key's text when idem_key is its hash (stored beside it), else NULL */
+        char *tenant;   /* tenant.key's value (a tenant name), or NULL */
         char *prev_key; /* key.previous, while its window lasts: the key the previous template builds, or NULL */
         char fingerprint[65];
         char stored_fingerprint[65]; /* set when a duplicate's fingerprint differs */
         char *dlq_reason;            /* set: the message goes to the dead-letter topic */
         int derived;                 /* the key was derived (or found underivable) */
+        int over_quota;              /* dead-lettered: its tenant held tenant.quota live keys */
         int dead_lettered;           /* the dead-letter write was acknowledged */
         int attempts;                /* failed attempts so far (handler RETRY, or what fail_reason says) */
         char *fail_reason;           /* what the last failed attempt was, as a phrase ("handler returned RETRY") */

@@ -15,6 +15,8 @@
 #include "base/hex.h"
 #include "base/json_depth.h"
 #include "base/keyspec.h"
+#include "base/tenant_name.h"
+#include "base/utf8.h"
 #include "ops/metrics.h"
 #include "base/log.h"
 #include "core/guard.h"
@@ -92,6 +94,46 @@ static void previous_key(const struct pl_topic *pt, struct pl_entry *e, const st
                 e->st.prev_key = xstrdup(key);
 }
 
+/* *s prefixed "tenant:", in place. */
+static void prefix(char **s, const char *tenant)
+{
+        char *p;
+        if (!*s)
+                return;
+        p = xasprintf("%s:%s", tenant, *s);
+        free(*s);
+        *s = p;
+}
+
+/* tenant.key: whose message it is, a tenant name, put before its keys (so
+ * tenants never share one). 1 with the reason set when it has none. */
+static int tenant_of(const struct pl_topic *pt, struct pl_entry *e, const struct record *in)
+{
+        const struct keytmpl *kt = pt->t->tenant_keytmpl;
+        char why[512];
+        json_t *root = NULL;
+        char *v = NULL;
+        if (!kt)
+                return 0;
+        if (!keytmpl_needs_json(kt) || (root = keyspec_load_json(in, why, sizeof(why))))
+                v = keytmpl_render(kt, in, root, why, sizeof(why));
+        json_decref(root);
+        if (!v || !tenant_name_ok(v, strlen(v))) {
+                if (v && utf8_text_ok(v, strlen(v)) && strlen(v) <= 200)
+                        FIRST_REASON(&e->st, "tenant: '%s' is not a tenant name (1 to 64 of A-Z a-z 0-9 . _ -)", v);
+                else
+                        FIRST_REASON(&e->st, "tenant: %s",
+                                     v ? "not a tenant name (1 to 64 of A-Z a-z 0-9 . _ -)" : why);
+                free(v);
+                return 1;
+        }
+        e->st.tenant = v;
+        prefix(&e->st.idem_key, v);
+        prefix(&e->st.key_text, v);
+        prefix(&e->st.prev_key, v);
+        return 0;
+}
+
 /* The key and fingerprint, or the reason there is none. */
 static void derive(const struct pl_topic *pt, struct pl_entry *e)
 {
@@ -117,6 +159,8 @@ static void derive(const struct pl_topic *pt, struct pl_entry *e)
         }
         e->st.idem_key = xstrdup(key);
         previous_key(pt, e, &in);
+        if (tenant_of(pt, e, &in))
+                return;
         fingerprint(t, e);
 }
 

@@ -23,6 +23,7 @@
 #include "core/invoke.h"
 #include "core/mode.h"
 #include "core/provenance.h"
+#include "core/tenants.h"
 #include "core/reply.h"
 #include "core/steps.h"
 #include "core/watchdog.h"
@@ -350,6 +351,12 @@ static enum pl_rc handle_mismatches(struct txn *x)
         return rc;
 }
 
+/* 5b. Tenants at their quota: their new keys go to the dead-letter topic. */
+static enum pl_rc enforce_quotas(struct txn *x)
+{
+        return tenants_enforce(x->pt, &x->b, x->pessimistic, x->err, x->errsz);
+}
+
 /* 6. The handler, for the fresh messages in partition-offset order. */
 static enum pl_rc run_handler(struct txn *x) { return invoke_handler(x->pt, &x->b, x->err, x->errsz); }
 
@@ -412,6 +419,13 @@ static enum pl_rc record_outcomes(struct txn *x)
         }
         rc = store_record(x->pt->store, rows, k, x->err, x->errsz);
         free(rows);
+        return rc ? failed(x, rc) : PL_OK;
+}
+
+/* 7b. The tenants' new live keys, counted with them. */
+static enum pl_rc count_tenant_keys(struct txn *x)
+{
+        enum store_rc rc = tenants_add_live(x->pt, &x->b, x->err, x->errsz);
         return rc ? failed(x, rc) : PL_OK;
 }
 
@@ -522,6 +536,7 @@ static size_t committed(struct txn *x, struct pl_commit *commits)
                 nc = step_committed(pt, x->b.prog, x->b.nprog, commits);
         count_refusals(x);
         provenance_collect(pt, &x->b);
+        tenants_count(pt, &x->b);
         if (x->retried) {
                 metrics_failed_retried(pt->t->name, x->retried);
                 log_info(pt->ctx, "%zu FAILED key%s ran again (on_failed: retry)", x->retried,
@@ -551,16 +566,10 @@ static const struct txn_step {
         const char *name;
         enum pl_rc (*run)(struct txn *x);
 } txn_steps[] = {
-        {"derive", derive_keys},
-        {"dead_letter", dead_letter_unkeyable},
-        {"dedupe", dedupe},
-        {"claim", claim},
-        {"mismatch", handle_mismatches},
-        {"handler", run_handler},
-        {"outcomes", record_outcomes},
-        {"replies", send_replies},
-        {"progress", record_progress},
-        {"commit", commit},
+        {"derive", derive_keys},   {"dead_letter", dead_letter_unkeyable}, {"dedupe", dedupe},
+        {"claim", claim},          {"mismatch", handle_mismatches},        {"quota", enforce_quotas},
+        {"handler", run_handler},  {"outcomes", record_outcomes},          {"tenant_usage", count_tenant_keys},
+        {"replies", send_replies}, {"progress", record_progress},          {"commit", commit},
 };
 
 /* The batch once, step by step. */

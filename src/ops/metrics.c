@@ -50,6 +50,8 @@ enum family {
         ABSORB_EFFECTS,
         ABSORB_VIOLATIONS,
         ABSORB_LAST,
+        TENANT_MESSAGES,
+        TENANT_REFUSED,
         FAMILIES
 };
 
@@ -209,14 +211,49 @@ static const struct metric_def defs[FAMILIES] = {
                          .type = METRIC_GAUGE,
                          .help = "When the absorption check of the topic last ran (Unix time)",
                          .labels = {"topic"}},
+        [TENANT_MESSAGES] = {.name = "dedupd_tenant_messages_total",
+                             .type = METRIC_COUNTER,
+                             .help = "Messages of topics with tenants in committed batches, by tenant (the first "
+                                     "tenant.metrics_top seen, the rest other; none: no tenant) and outcome as in "
+                                     "dedupd_messages_total",
+                             .labels = {"topic", "tenant", "outcome"}},
+        [TENANT_REFUSED] = {.name = "dedupd_tenant_quota_refused_total",
+                            .type = METRIC_COUNTER,
+                            .help = "New keys dead-lettered because their tenant held its tenant.quota of live keys",
+                            .labels = {"topic", "tenant"}},
 };
 
-/* The producer values that get a label of their own: the first
- * SOURCES_MAX seen, the rest "other" (a bounded number of series). */
-#define SOURCES_MAX 10
-static char *sources[SOURCES_MAX];
-static size_t nsources;
-static pthread_mutex_t sources_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Values that get a label of their own: the first `max` seen, the rest
+ * "other" (a bounded number of series). */
+#define LABELS_MAX 1000
+struct label_set {
+        char *v[LABELS_MAX];
+        size_t n;
+};
+static struct label_set sources, tenants;
+static pthread_mutex_t labels_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *bounded_label(struct label_set *ls, const char *value, size_t max)
+{
+        const char *label = "other";
+        if (max > LABELS_MAX)
+                max = LABELS_MAX;
+        pthread_mutex_lock(&labels_lock);
+        for (size_t i = 0; i < ls->n; i++)
+                if (!strcmp(ls->v[i], value))
+                        label = ls->v[i];
+        if (!strcmp(label, "other") && ls->n < max)
+                label = ls->v[ls->n++] = xstrdup(value);
+        pthread_mutex_unlock(&labels_lock);
+        return label;
+}
+
+static void labels_free(struct label_set *ls)
+{
+        for (size_t i = 0; i < ls->n; i++)
+                free(ls->v[i]);
+        ls->n = 0;
+}
 
 static struct registry *reg;
 static struct metric *fam[FAMILIES];
@@ -237,9 +274,8 @@ void metrics_free(void)
 {
         registry_free(reg);
         reg = NULL;
-        for (size_t i = 0; i < nsources; i++)
-                free(sources[i]);
-        nsources = 0;
+        labels_free(&sources);
+        labels_free(&tenants);
         memset(fam, 0, sizeof(fam));
 }
 
@@ -369,26 +405,12 @@ void metrics_handler_refusals(const char *call, uint64_t n)
         inc(HANDLER_REFUSALS, (const char *const[]){call}, (double)n);
 }
 
-static const char *source_label(const char *source)
-{
-        const char *label = "other";
-        if (!source)
-                return "none";
-        pthread_mutex_lock(&sources_lock);
-        for (size_t i = 0; i < nsources; i++)
-                if (!strcmp(sources[i], source))
-                        label = sources[i];
-        if (!strcmp(label, "other") && nsources < SOURCES_MAX)
-                label = sources[nsources++] = xstrdup(source);
-        pthread_mutex_unlock(&sources_lock);
-        return label;
-}
-
 void metrics_duplicate_sampled(const char *topic, const char *origin, const char *source, double delay_seconds)
 {
         if (!reg)
                 return;
-        inc(DUPES_SAMPLED, (const char *const[]){topic, origin, source_label(source)}, 1);
+        inc(DUPES_SAMPLED, (const char *const[]){topic, origin, source ? bounded_label(&sources, source, 10) : "none"},
+            1);
         metric_observe(fam[DUPE_DELAY], (const char *const[]){topic}, delay_seconds);
 }
 
@@ -399,4 +421,14 @@ void metrics_absorption(const char *topic, uint64_t keys, uint64_t effects, uint
         set(ABSORB_EFFECTS, l, (double)effects);
         set(ABSORB_VIOLATIONS, l, (double)violations);
         set(ABSORB_LAST, l, unix_time);
+}
+
+void metrics_tenant_message(const char *topic, const char *tenant, const char *outcome, int over_quota, int top)
+{
+        if (!reg)
+                return;
+        const char *label = tenant ? bounded_label(&tenants, tenant, top > 0 ? (size_t)top : 0) : "none";
+        inc(TENANT_MESSAGES, (const char *const[]){topic, label, outcome}, 1);
+        if (over_quota)
+                inc(TENANT_REFUSED, (const char *const[]){topic, label}, 1);
 }

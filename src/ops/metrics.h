@@ -42,6 +42,10 @@ void metrics_duplicate_sampled(const char *topic, const char *origin, const char
 /** One absorption check of a topic: DONE keys sampled, their effects, the
  *  keys verify would report, when. */
 void metrics_absorption(const char *topic, uint64_t keys, uint64_t effects, uint64_t violations, double unix_time);
+/** A committed message of a topic with tenants: its tenant (NULL: none;
+ *  past the first `top` tenants seen, "other"), its outcome, whether its
+ *  quota refused it. */
+void metrics_tenant_message(const char *topic, const char *tenant, const char *outcome, int over_quota, int top);
 /** Rows in the outbox not yet published (given-up ones not counted), and given up. */
 void metrics_outbox_backlog(uint64_t rows);
 void metrics_outbox_given_up_rows(uint64_t rows);

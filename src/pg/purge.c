@@ -8,6 +8,7 @@
 
 #include "base/log.h"
 #include "pg/store.h"
+#include "pg/tenants.h"
 
 /* $1 namespace, $2 batch. Responses past their own expiry go first, oldest
  * first: the key and its fingerprint stay, so a duplicate is still absorbed.
@@ -30,14 +31,16 @@ static const char *const sql_drop_responses =
  * conditions rechecked on their latest version and stay locked until the
  * DELETE commits: nobody can turn one back into PENDING in between.
  * (Repeating the conditions on the DELETE would make the planner scan every
- * expired key for each batch.) */
+ * expired key for each batch.) A tenant's keys are taken back from its
+ * usage in the same statement. */
 static const char *const sql_delete_keys =
         "WITH v AS (SELECT namespace, idem_key FROM dedupd.keys"
         " WHERE namespace = $1 AND status <> 'PENDING' AND status IN ('DONE', 'FAILED', 'EXPIRED')"
         " AND expires_at IS NOT NULL AND expires_at < now()"
         " ORDER BY expires_at LIMIT $2::int FOR UPDATE SKIP LOCKED)"
-        " DELETE FROM dedupd.keys k USING v"
-        " WHERE k.namespace = v.namespace AND k.idem_key = v.idem_key";
+        " , d AS (DELETE FROM dedupd.keys k USING v"
+        " WHERE k.namespace = v.namespace AND k.idem_key = v.idem_key"
+        " RETURNING k.namespace, k.idem_key, k.topic, k.partition)," TENANT_RELEASE("d") " SELECT count(*) FROM d";
 
 /* $1 namespace, $2 batch, $3 keep (ms). progress_log has no key: by ctid
  * (a TID scan), locked in the same statement. */
@@ -99,7 +102,10 @@ static int purge_loop(struct store *s, const char *sql, int nparams, const char 
                 int64_t n;
                 if (store_query(s, sql, nparams, params, &r, err, errsz))
                         return -1;
-                n = strtoll(PQcmdTuples(r), NULL, 10);
+                /* a DELETE's count, or the one a statement that SELECTs it returns */
+                n = strtoll(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 ? PQgetvalue(r, 0, 0)
+                                                                                      : PQcmdTuples(r),
+                            NULL, 10);
                 PQclear(r);
                 *count += n;
                 st->statements++;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pg/array.h"
+#include "pg/tenants.h"
 
 static const char *const mode_names[] = {"reexecute", "emit-only"};
 
@@ -75,8 +76,11 @@ static enum store_rc audit(struct store *s, const char *ns, const char *key, enu
 static enum store_rc forget_key(struct store *s, const char *ns, const char *key, char *err, size_t errsz)
 {
         const char *params[2] = {ns, key};
-        return store_query(s, "DELETE FROM dedupd.keys WHERE namespace = $1 AND idem_key = $2", 2, params, NULL, err,
-                           errsz);
+        return store_query(
+                s,
+                "WITH d AS (DELETE FROM dedupd.keys WHERE namespace = $1 AND idem_key = $2"
+                " RETURNING namespace, idem_key, topic, partition)," TENANT_RELEASE("d") " SELECT count(*) FROM d",
+                2, params, NULL, err, errsz);
 }
 
 enum store_rc store_rerun(struct store *s, const char *ns, const char *key, enum rerun_mode mode, const char *by,
@@ -122,14 +126,17 @@ enum store_rc store_retry_failed(struct store *s, const char *ns, const char *co
                 s,
                 "WITH gone AS (DELETE FROM dedupd.keys WHERE namespace = $1 AND idem_key = ANY($2::text[])"
                 " AND status = 'FAILED' AND updated_at < now() - $3::bigint * interval '1 millisecond'"
-                " RETURNING *)"
-                " INSERT INTO dedupd.reruns (namespace, idem_key, generation, mode, requested_by, reason,"
-                " prev_status, prev_response, prev_attempts, prev_topic, prev_partition, prev_offset,"
-                " prev_created_at)"
-                " SELECT g.namespace, g.idem_key, 1 + (SELECT count(*) FROM dedupd.reruns r"
-                " WHERE r.namespace = g.namespace AND r.idem_key = g.idem_key), 'on-failed', 'dedupd', $4,"
-                " g.status, g.response, g.attempts, g.topic, g.partition, g.\"offset\", g.created_at FROM gone g"
-                " RETURNING idem_key",
+                " RETURNING *)," TENANT_RELEASE(
+                        "gone") " INSERT INTO dedupd.reruns (namespace, idem_key, generation, mode, requested_by, "
+                                "reason,"
+                                " prev_status, prev_response, prev_attempts, prev_topic, prev_partition, prev_offset,"
+                                " prev_created_at)"
+                                " SELECT g.namespace, g.idem_key, 1 + (SELECT count(*) FROM dedupd.reruns r"
+                                " WHERE r.namespace = g.namespace AND r.idem_key = g.idem_key), 'on-failed', 'dedupd', "
+                                "$4,"
+                                " g.status, g.response, g.attempts, g.topic, g.partition, g.\"offset\", g.created_at "
+                                "FROM gone g"
+                                " RETURNING idem_key",
                 4, params, &r, err, errsz);
         store_array_free(&ka);
         if (rc)

@@ -248,6 +248,19 @@ static const char *const migrations[] = {
         "  seen_at         timestamptz NOT NULL DEFAULT now()"
         ");"
         "CREATE INDEX IF NOT EXISTS duplicates_seen ON dedupd.duplicates (namespace, seen_at);",
+        /* 17: tenants (issue 21 §2): each tenant's live keys per topic and
+         *    partition (a partition's batches touch only its own row), added
+         *    in the batch's transaction, taken back by whatever deletes a
+         *    tenant's keys (pg/tenants.h) */
+        "CREATE TABLE IF NOT EXISTS dedupd.tenant_usage ("
+        "  namespace  text        NOT NULL,"
+        "  tenant     text        NOT NULL,"
+        "  topic      text        NOT NULL,"
+        "  partition  integer     NOT NULL,"
+        "  live       bigint      NOT NULL,"
+        "  updated_at timestamptz NOT NULL DEFAULT now(),"
+        "  PRIMARY KEY (namespace, tenant, topic, partition)"
+        ");",
 };
 #define MIGRATION_CNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -450,6 +463,12 @@ static const struct schema_column {
         {"reruns", "requested_by", "text", 0},
         {"schema_migrations", "applied_at", "timestamp with time zone", 0},
         {"schema_migrations", "version", "integer", 0},
+        {"tenant_usage", "live", "bigint", 0}, /* keys claimed and not yet deleted */
+        {"tenant_usage", "namespace", "text", 0},
+        {"tenant_usage", "partition", "integer", 0},
+        {"tenant_usage", "tenant", "text", 0},
+        {"tenant_usage", "topic", "text", 0},
+        {"tenant_usage", "updated_at", "timestamp with time zone", 0},
         {"txn_guard", "xid", "xid8", 0}, /* a batch's transaction between its claim and its handler's end */
 };
 #define SCHEMA_COLUMNS (sizeof(schema) / sizeof(schema[0]))

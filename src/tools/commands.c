@@ -13,6 +13,7 @@
 #include "pg/grants.h"
 #include "pg/schema.h"
 #include "pg/reruns.h"
+#include "pg/tenants.h"
 #include "pg/store.h"
 #include "source/brokers.h"
 #include "tools/check.h"
@@ -206,6 +207,16 @@ int cmd_stats(struct config *cfg, const struct cmd_args *a)
         if (!rc && store_rerun_counts(s, cfg->namespace, &r, err, sizeof(err)) == STORE_OK) {
                 if (PQntuples(r)) {
                         printf("re-runs (dedupctl rerun):\n");
+                        rows_print(r);
+                }
+                PQclear(r);
+        } else if (!rc) {
+                fprintf(stderr, "dedupctl: %s\n", err);
+                rc = 2;
+        }
+        if (!rc && store_tenant_summary(s, cfg->namespace, 20, &r, err, sizeof(err)) == STORE_OK) {
+                if (PQntuples(r)) {
+                        printf("tenants with the most live keys (tenant.quota counts these):\n");
                         rows_print(r);
                 }
                 PQclear(r);
