@@ -179,52 +179,49 @@ int cmd_inspect(struct config *cfg, const struct cmd_args *a)
         return rc;
 }
 
+/* One table of stats under its title: 0, or 2 with the query's error said.
+ * optional: printed only when it has rows. */
+static int stats_table(enum store_rc qrc, PGresult *r, const char *err, const char *title, int optional)
+{
+        if (qrc != STORE_OK) {
+                fprintf(stderr, "dedupctl: %s\n", err);
+                return 2;
+        }
+        if (!optional || PQntuples(r)) {
+                printf("%s:\n", title);
+                rows_print(r);
+        }
+        PQclear(r);
+        return 0;
+}
+
 int cmd_stats(struct config *cfg, const struct cmd_args *a)
 {
         (void)a;
         struct store *s = connect_db(cfg);
         PGresult *r = NULL;
-        char err[1024];
-        int rc = 0;
+        char err[1024], title[160];
+        const char *ns = cfg->namespace;
+        enum store_rc q;
+        int rc;
         if (!s)
                 return 2;
-        if (store_audit_statuses(s, cfg->namespace, &r, err, sizeof(err)) == STORE_OK) {
-                printf("keys in namespace %s:\n", cfg->namespace);
-                rows_print(r);
-                PQclear(r);
-        } else {
-                fprintf(stderr, "dedupctl: %s\n", err);
-                rc = 2;
+        snprintf(title, sizeof(title), "keys in namespace %s", ns);
+        q = store_audit_statuses(s, ns, &r, err, sizeof(err));
+        rc = stats_table(q, r, err, title, 0);
+        if (!rc) {
+                q = store_audit_partitions(s, ns, &r, err, sizeof(err));
+                rc = stats_table(q, r, err, "progress per partition", 0);
         }
-        if (store_audit_partitions(s, cfg->namespace, &r, err, sizeof(err)) == STORE_OK) {
-                printf("progress per partition:\n");
-                rows_print(r);
-                PQclear(r);
-        } else if (!rc) {
-                fprintf(stderr, "dedupctl: %s\n", err);
-                rc = 2;
+        if (!rc) {
+                q = store_rerun_counts(s, ns, &r, err, sizeof(err));
+                rc = stats_table(q, r, err, "re-runs (dedupctl rerun)", 1);
         }
-        if (!rc && store_rerun_counts(s, cfg->namespace, &r, err, sizeof(err)) == STORE_OK) {
-                if (PQntuples(r)) {
-                        printf("re-runs (dedupctl rerun):\n");
-                        rows_print(r);
-                }
-                PQclear(r);
-        } else if (!rc) {
-                fprintf(stderr, "dedupctl: %s\n", err);
-                rc = 2;
+        if (!rc) {
+                q = store_tenant_summary(s, ns, 20, &r, err, sizeof(err));
+                rc = stats_table(q, r, err, "tenants with the most live keys (tenant.quota counts these)", 1);
         }
-        if (!rc && store_tenant_summary(s, cfg->namespace, 20, &r, err, sizeof(err)) == STORE_OK) {
-                if (PQntuples(r)) {
-                        printf("tenants with the most live keys (tenant.quota counts these):\n");
-                        rows_print(r);
-                }
-                PQclear(r);
-        } else if (!rc) {
-                fprintf(stderr, "dedupctl: %s\n", err);
-                rc = 2;
-        }
-        if (!rc && mismatch_report(s, cfg->namespace, err, sizeof(err))) {
+        if (!rc && mismatch_report(s, ns, err, sizeof(err))) {
                 fprintf(stderr, "dedupctl: %s\n", err);
                 rc = 2;
         }
