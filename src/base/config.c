@@ -899,6 +899,14 @@ static void fields_free(const struct field *fields, void *base)
         }
 }
 
+const struct retention_class *config_class(const struct config *cfg, const char *name)
+{
+        for (size_t k = 0; name && k < cfg->class_cnt; k++)
+                if (cfg->classes[k].name && !strcmp(cfg->classes[k].name, name))
+                        return &cfg->classes[k];
+        return NULL;
+}
+
 void config_free(struct config *cfg)
 {
         if (!cfg)

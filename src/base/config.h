@@ -122,6 +122,7 @@ struct topic_conf {
         struct keytmpl *tenant_keytmpl; /* compiled from tenant_key */
         int tenant_quota;               /* live keys per tenant; 0: none */
         json_t *tenant_quotas;          /* {tenant: live keys}: overrides of tenant_quota */
+        json_t *tenant_retention;       /* {tenant: retention class}: overrides of the topic's class */
         int tenant_metrics_top;         /* tenants with a metrics label of their own; the rest "other" */
 
         /* provenance: where absorbed duplicates come from (docs/duplicates.md) */
@@ -184,6 +185,9 @@ struct config {
         int64_t absorption_interval_ms; /* 0: off */
         int absorption_sample;          /* keys per topic and check */
 };
+
+/** The retention class called name, or NULL. */
+const struct retention_class *config_class(const struct config *cfg, const char *name);
 
 /** "1d 2h 3m 4s 5ms" (the largest units only) into buf. */
 const char *config_format_duration(int64_t ms, char *buf, size_t bufsz);

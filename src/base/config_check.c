@@ -183,14 +183,54 @@ static void compile_parallel(struct config_checks *w, struct topic_conf *t)
         t->parallel_layout = xasprintf("%d:%s", t->parallel_workers, t->parallel_key);
 }
 
+/* tenant.retention: classes that exist, no shorter than the topic's own
+ * (the one the broker's retention is checked against). */
+static void check_tenant_retention(struct config_checks *w, struct topic_conf *t)
+{
+        const char *name;
+        json_t *v;
+        if (!t->tenant_retention)
+                return;
+        if (!json_is_object(t->tenant_retention)) {
+                config_errors_add(w->errs, w->file, t->line, t->col,
+                                  "topic '%s': tenant.retention: expected a mapping of tenant to retention class",
+                                  t->name);
+                return;
+        }
+        json_object_foreach(t->tenant_retention, name, v)
+        {
+                const char *cls = json_is_string(v) ? json_string_value(v) : "";
+                const struct retention_class *c = config_class(w->cfg, cls);
+                if (!tenant_name_ok(name, strlen(name)))
+                        config_errors_add(w->errs, w->file, t->line, t->col,
+                                          "topic '%s': tenant.retention: '%s' is not a tenant name", t->name, name);
+                else if (!c)
+                        config_errors_add(w->errs, w->file, t->line, t->col,
+                                          "topic '%s': tenant.retention.%s: retention class '%s' is not defined in "
+                                          "retention_classes",
+                                          t->name, name, cls);
+                else if (!t->retention)
+                        config_errors_add(w->errs, w->file, t->line, t->col,
+                                          "topic '%s': tenant.retention.%s: the topic has no retention class of its "
+                                          "own (its keys never expire): a tenant's class would keep them shorter",
+                                          t->name, name);
+                else if (c->keep_ms < t->retention->keep_ms)
+                        config_errors_add(w->errs, w->file, t->line, t->col,
+                                          "topic '%s': tenant.retention.%s: class '%s' keeps keys shorter than the "
+                                          "topic's class '%s' (the broker's retention is checked against that one)",
+                                          t->name, name, cls, t->retention->name);
+        }
+}
+
 /* tenant: a key that compiles, quotas that are numbers, a mode it works in. */
 static void compile_tenant(struct config_checks *w, struct topic_conf *t)
 {
         char err[512];
         const char *name;
         json_t *v;
+        check_tenant_retention(w, t);
         if (!t->tenant_key) {
-                if (t->tenant_quota || t->tenant_quotas)
+                if (t->tenant_quota || t->tenant_quotas || t->tenant_retention)
                         config_errors_add(w->errs, w->file, t->line, t->col,
                                           "topic '%s': tenant.quota needs tenant.key (whose message it is)", t->name);
                 return;

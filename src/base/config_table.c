@@ -316,6 +316,12 @@ static const struct field tenant_fields[] = {
          .type = F_TREE,
          .off = TOFF(tenant_quotas),
          .desc = "Per tenant, its own quota, e.g. {acme: 5000000, trial: 1000} (0: none)"},
+        {.name = "retention",
+         .type = F_TREE,
+         .off = TOFF(tenant_retention),
+         .desc = "Per tenant, its own retention class, e.g. {acme: seven_years}: its keys expire by that class; it "
+                 "must keep at least as long as the topic's own retention (which the broker's retention is checked "
+                 "against)"},
         {.name = "metrics_top",
          .type = F_INT,
          .off = TOFF(tenant_metrics_top),

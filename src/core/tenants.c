@@ -11,6 +11,12 @@
 #include "ops/metrics.h"
 #include "pg/tenants.h"
 
+const struct retention_class *tenant_retention(const struct config *cfg, const struct topic_conf *t, const char *tenant)
+{
+        json_t *v = t->tenant_retention && tenant ? json_object_get(t->tenant_retention, tenant) : NULL;
+        return v && json_is_string(v) ? config_class(cfg, json_string_value(v)) : NULL;
+}
+
 long tenant_quota(const struct topic_conf *t, const char *tenant)
 {
         json_t *v = t->tenant_quotas && tenant ? json_object_get(t->tenant_quotas, tenant) : NULL;

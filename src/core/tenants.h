@@ -5,6 +5,10 @@
 #include "core/batch.h"
 #include "core/mode.h"
 
+/** tenant.retention's class for tenant, or NULL (the topic's). */
+const struct retention_class *tenant_retention(const struct config *cfg, const struct topic_conf *t,
+                                               const char *tenant);
+
 /** tenant.quotas' entry for tenant, else tenant.quota (0: none). */
 long tenant_quota(const struct topic_conf *t, const char *tenant);
 

@@ -282,7 +282,10 @@ static enum pl_rc claim(struct txn *x)
         for (size_t j = 0; j < k; j++) {
                 const struct pl_msg *m = x->b.items[x->b.keys[j]].e->msg;
                 const struct pl_state *st = &x->b.items[x->b.keys[j]].e->st;
+                const struct retention_class *own = tenant_retention(pt->cfg, t, st->tenant);
                 x->claims[j] = (struct store_claim_row){.key = st->idem_key,
+                                                        .keep_ms = own ? own->keep_ms : 0,
+                                                        .response_ttl_ms = own ? own->response_ttl_ms : 0,
                                                         .key_text = st->key_text,
                                                         .topic = m->topic,
                                                         .fingerprint = st->fingerprint,
@@ -379,7 +382,10 @@ static enum pl_rc insert_keys(struct txn *x)
                 const struct pl_state *st = &it->e->st;
                 if (it->state != ITEM_APPLIED && it->state != ITEM_REJECTED)
                         continue;
+                const struct retention_class *own = tenant_retention(x->pt->cfg, t, st->tenant);
                 rows[n++] = (struct store_key_row){.key = st->idem_key,
+                                                   .keep_ms = own ? own->keep_ms : 0,
+                                                   .response_ttl_ms = own ? own->response_ttl_ms : 0,
                                                    .key_text = st->key_text,
                                                    .topic = m->topic,
                                                    .fingerprint = st->fingerprint,

@@ -55,11 +55,28 @@ static void claim_results(PGresult *r, struct store_claim_row *rows, size_t n, c
 
 /* What the claim and the keys' INSERT bind alike: $1 the namespace, $2..$6
  * each key's key, topic, partition, offset and fingerprint, $7 and $8 when
- * keys and responses expire; each statement binds its key_text (x) last. */
+ * keys and responses expire; each statement binds its key_text (x), then
+ * the rows' own keep and response TTL (e, l: a tenant's retention class;
+ * NULL for the whole array when no row has one, -1 in l: no TTL) last. */
 struct key_params {
-        struct store_array k, t, p, o, f, x;
+        struct store_array k, t, p, o, f, x, e, l;
+        int own; /* a row has its own retention */
         char keep[24], ttl[24];
 };
+
+/* A row's own retention, or NULL (the batch's). */
+static void key_params_own(struct key_params *kp, int64_t keep_ms, int64_t ttl_ms)
+{
+        char e[24], l[24];
+        snprintf(e, sizeof(e), "%" PRId64, keep_ms);
+        snprintf(l, sizeof(l), "%" PRId64, ttl_ms > 0 ? ttl_ms : -1);
+        store_array_text(&kp->e, keep_ms > 0 ? e : NULL);
+        store_array_text(&kp->l, keep_ms > 0 ? l : NULL);
+        kp->own |= keep_ms > 0;
+}
+
+static const char *key_params_keep(struct key_params *kp) { return kp->own ? store_array_finish(&kp->e) : NULL; }
+static const char *key_params_ttl(struct key_params *kp) { return kp->own ? store_array_finish(&kp->l) : NULL; }
 
 static void key_params_add(struct key_params *kp, const char *key, const char *topic, int32_t partition, int64_t offset,
                            const char *fingerprint, const char *key_text)
@@ -98,6 +115,8 @@ static void key_params_free(struct key_params *kp)
         store_array_free(&kp->o);
         store_array_free(&kp->f);
         store_array_free(&kp->x);
+        store_array_free(&kp->e);
+        store_array_free(&kp->l);
 }
 
 enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_row *rows, size_t n, int64_t keep_ms,
@@ -109,11 +128,12 @@ enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_ro
         enum store_rc rc;
         size_t nunseen = 0;
         const char **unseen = xcalloc(n ? n : 1, sizeof(*unseen));
-        const char *params[10];
+        const char *params[12];
 
         for (size_t i = 0; i < n; i++) {
                 key_params_add(&kp, rows[i].key, rows[i].topic, rows[i].partition, rows[i].offset, rows[i].fingerprint,
                                rows[i].key_text);
+                key_params_own(&kp, rows[i].keep_ms, rows[i].response_ttl_ms);
                 store_array_int(&w, rows[i].want_outcome != 0);
                 rows[i].fresh = 0;
                 rows[i].row[0] = '\0';
@@ -121,6 +141,8 @@ enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_ro
         key_params_bind(&kp, ns, keep_ms, response_ttl_ms, params);
         params[8] = store_array_finish(&w);
         params[9] = key_params_text(&kp);
+        params[10] = key_params_keep(&kp);
+        params[11] = key_params_ttl(&kp);
         /* ORDER BY: rows are inserted, and their index entries locked, in key
          * order, so two claimers of overlapping batches never deadlock. The
          * lookup of a key seen before shares the statement's snapshot
@@ -133,12 +155,12 @@ enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_ro
         rc = store_query_hot(
                 s,
                 "WITH u AS (SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[],"
-                "           $9::int[], $10::text[]) AS u(k, t, p, o, f, w, x)),"
+                "           $9::int[], $10::text[], $11::bigint[], $12::bigint[]) AS u(k, t, p, o, f, w, x, e, l)),"
                 " ins AS (INSERT INTO dedupd.keys (namespace, idem_key, status, fingerprint, topic, partition,"
                 "         \"offset\", expires_at, response_expires_at, key_text)"
                 "         SELECT $1, u.k, 'DONE', decode(u.f, 'hex'), u.t, u.p, u.o,"
-                "         now() + $7::bigint * interval '1 millisecond', now() + $8::bigint * interval '1 "
-                "millisecond', u.x"
+                "         now() + coalesce(u.e, $7::bigint) * interval '1 millisecond',"
+                "         now() + nullif(coalesce(u.l, $8::bigint), -1) * interval '1 millisecond', u.x"
                 "         FROM u ORDER BY u.k COLLATE \"C\""
                 "         ON CONFLICT (namespace, idem_key) DO NOTHING"
                 "         RETURNING idem_key, ctid),"
@@ -152,7 +174,7 @@ enum store_rc store_claim(struct store *s, const char *ns, struct store_claim_ro
                 "true"
                 " WHERE i.idem_key IS NOT NULL OR kn.idem_key IS NULL OR u.w = 1"
                 "    OR kn.fingerprint IS NULL OR kn.fingerprint <> decode(u.f, 'hex')",
-                10, params, &r, err, errsz);
+                12, params, &r, err, errsz);
         if (rc == STORE_OK) {
                 claim_results(r, rows, n, out, unseen, &nunseen);
                 PQclear(r);
@@ -236,13 +258,14 @@ enum store_rc store_insert_keys(struct store *s, const char *ns, const struct st
         struct key_params kp = {0};
         struct store_array st = {0}, rs = {0};
         enum store_rc rc;
-        const char *params[11];
+        const char *params[13];
 
         if (n == 0)
                 return STORE_OK;
         for (size_t i = 0; i < n; i++) {
                 key_params_add(&kp, rows[i].key, rows[i].topic, rows[i].partition, rows[i].offset, rows[i].fingerprint,
                                rows[i].key_text);
+                key_params_own(&kp, rows[i].keep_ms, rows[i].response_ttl_ms);
                 store_array_text(&st, key_status_name(rows[i].status));
                 store_array_text(&rs, rows[i].response);
         }
@@ -250,6 +273,8 @@ enum store_rc store_insert_keys(struct store *s, const char *ns, const struct st
         params[8] = store_array_finish(&st);
         params[9] = store_array_finish(&rs);
         params[10] = key_params_text(&kp);
+        params[11] = key_params_keep(&kp);
+        params[12] = key_params_ttl(&kp);
         /* In key order, as every claimer locks (no deadlock between two
          * batches of overlapping keys); no ON CONFLICT: a key that is there
          * now was committed by another transaction since the probe, and
@@ -260,11 +285,12 @@ enum store_rc store_insert_keys(struct store *s, const char *ns, const struct st
                 "INSERT INTO dedupd.keys (namespace, idem_key, status, fingerprint, response, topic, partition,"
                 " \"offset\", expires_at, response_expires_at, key_text)"
                 " SELECT $1, u.k, u.s, decode(u.f, 'hex'), u.r, u.t, u.p, u.o,"
-                " now() + $7::bigint * interval '1 millisecond', now() + $8::bigint * interval '1 millisecond', u.x"
+                " now() + coalesce(u.e, $7::bigint) * interval '1 millisecond',"
+                " now() + nullif(coalesce(u.l, $8::bigint), -1) * interval '1 millisecond', u.x"
                 " FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::text[], $9::text[], $10::text[],"
-                "             $11::text[]) AS u(k, t, p, o, f, s, r, x)"
+                "             $11::text[], $12::bigint[], $13::bigint[]) AS u(k, t, p, o, f, s, r, x, e, l)"
                 " ORDER BY u.k COLLATE \"C\"",
-                11, params, NULL, err, errsz);
+                13, params, NULL, err, errsz);
         if (rc == STORE_DATA && store_last_keys_conflict(s))
                 rc = STORE_CONFLICT;
         key_params_free(&kp);

@@ -34,7 +34,8 @@ struct store_claim_row {
         const char *key_text; /* the text of a hashed key, or NULL */
         int32_t partition;
         int64_t offset;
-        int want_outcome;        /* in: read its first outcome when seen before (a reply needs it) */
+        int64_t keep_ms, response_ttl_ms; /* in: its own retention (a tenant's class); keep 0: the batch's */
+        int want_outcome;                 /* in: read its first outcome when seen before (a reply needs it) */
         int fresh;               /* out: 1 when inserted by this transaction (store_probe_keys: found absent) */
         int matched;             /* out: seen before with this very fingerprint; its outcome was not read */
         char row[STORE_ROW_LEN]; /* out, when fresh (store_claim only): its row, for store_record */
@@ -77,8 +78,9 @@ struct store_key_row {
         const char *key_text; /* the text of a hashed key, or NULL */
         int32_t partition;
         int64_t offset;
-        enum key_status status; /* KEY_DONE or KEY_FAILED */
-        const char *response;   /* or NULL */
+        int64_t keep_ms, response_ttl_ms; /* its own retention (a tenant's class); keep 0: the batch's */
+        enum key_status status;           /* KEY_DONE or KEY_FAILED */
+        const char *response;             /* or NULL */
 };
 
 /**

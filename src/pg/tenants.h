@@ -37,7 +37,7 @@ enum store_rc store_unclaim(struct store *s, const char *ns, const char *const *
 
 /** topic, tenant, live_keys — the namespace's tenants with the most live
  *  keys first, at most limit (dedupctl stats). */
-enum store_rc store_tenant_summary(struct store *s, const char *ns, int limit, PGresult **out, char *err,
-                                   size_t errsz) __attribute__((warn_unused_result));
+enum store_rc store_tenant_summary(struct store *s, const char *ns, int limit, PGresult **out, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
 
 #endif

@@ -16,13 +16,20 @@ T="tenants_$$"
 topic "$T" 1
 export SEED_ACCOUNTS=50 INITIAL_BALANCE=1000
 tenant_config() {
-        write_config "$1" "$T" "    tenant: {key: \"{header:tenant-id}\", quota: 5, quotas: {big: 0, small: 2}, metrics_top: 2}
+        write_config "$1" "$T" "    tenant: {key: \"{header:tenant-id}\", quota: 5, quotas: {big: 0, small: 2}, metrics_top: 2,
+             retention: {big: ${2:-long}}}
     retention: short
 retention_classes:
   short: {keep: 3s, allow_shorter_than_topic: true}
+  long: {keep: 1h, allow_shorter_than_topic: true}
+  shorter: {keep: 1s, allow_shorter_than_topic: true}
 http: {listen: \"127.0.0.1:0\"}"
 }
 tenant_config "$WORK/c.yaml"
+tenant_config "$WORK/bad.yaml" shorter
+RC=0; "$DEDUPCTL" check --offline -c "$WORK/bad.yaml" >"$WORK/bad.out" 2>&1 || RC=$?
+assert_eq "$RC" 1 "check of a tenant class shorter than the topic's"
+grep -q "tenant.retention.big: class 'shorter' keeps keys shorter than the topic's class 'short'" "$WORK/bad.out" || fail "check: $(cat "$WORK/bad.out")"
 order() { printf 'u%d\t{"order_id":"o-%d","user_id":%d,"amount":1}\n' "$1" "$1" "$1"; }
 { for i in $(seq 1 8); do order "$i"; done; order 1; order 2; } | "$KT" produce -t "$T" -H tenant-id=acme
 for i in $(seq 1 10); do order "$i"; done | "$KT" produce -t "$T" -H tenant-id=big
@@ -41,6 +48,10 @@ assert_eq "$(sql "SELECT string_agg(idem_key, ' ' ORDER BY idem_key) FROM dedupd
 assert_eq "$(sql "SELECT count(*) FROM transfer_ledger WHERE idem_key IN ('acme:o-1/PAY', 'big:o-1/PAY')")" 2 \
         "acme's o-1 and big's o-1 are two keys, one effect each"
 assert_eq "$(sql "SELECT count(*) FROM transfer_ledger")" 17 "effects: 5 + 10 + 2"
+assert_eq "$(sql "SELECT count(*) FROM dedupd.keys WHERE idem_key LIKE 'big:%' AND expires_at > now() + interval '50 minutes'")" 10 \
+        "big's keys expire by its own class (1h)"
+assert_eq "$(sql "SELECT count(*) FROM dedupd.keys WHERE idem_key NOT LIKE 'big:%' AND expires_at < now() + interval '1 minute'")" 7 \
+        "the other tenants' keys by the topic's (3s)"
 "$KT" dump -t "$T.dlq" >"$WORK/dlq.txt"
 assert_eq "$(grep -c "dedupd.reason=tenant acme holds its quota of 5 live keys" "$WORK/dlq.txt")" 3 "acme's refused orders dead-lettered"
 assert_eq "$(grep -c "dedupd.reason=tenant small holds its quota of 2 live keys" "$WORK/dlq.txt")" 2 "small's third order and its copy"
@@ -73,5 +84,5 @@ assert_eq "$(live_of acme)" 5 "tenant_usage of acme at its quota again"
 # until they are deleted)
 sleep 3
 "$DEDUPCTL" purge -c "$WORK/c.yaml" >"$WORK/purge.out" || fail "purge: $(cat "$WORK/purge.out")"
-assert_eq "$(sql "SELECT count(*) FROM dedupd.keys")" 0 "every key purged"
-assert_eq "$(live_of acme)/$(live_of big)/$(live_of small)" "0/0/0" "tenant_usage after the purge"
+assert_eq "$(sql "SELECT count(*) FROM dedupd.keys")" 10 "every key purged but big's (kept 1h)"
+assert_eq "$(live_of acme)/$(live_of big)/$(live_of small)" "0/10/0" "tenant_usage after the purge"
