@@ -9,6 +9,7 @@
 #include "base/envfile.h"
 #include "base/log.h"
 #include "ops/version.h"
+#include "pg/layout.h"
 #include "tools/commands.h"
 
 /* One command. */
@@ -77,7 +78,9 @@ static const struct command commands[] = {
         {"purge", "-c FILE [--batch N] [--dry-run]", "purge expired responses, keys, progress and sent outbox rows now",
          "Purge the namespace now, as dedupd does every purge.interval_ms: responses past response_ttl, then\n"
          "DONE/FAILED/EXPIRED keys past expires_at (never PENDING), then old progress_log rows, then outbox\n"
-         "rows sent longer than outbox.keep ago, in batches of N (default purge.batch); --dry-run only counts.",
+         "rows sent longer than outbox.keep ago, in batches of N (default purge.batch); --dry-run only counts.\n"
+         "Under keys.layout: partitioned the keys go with their partitions instead: each one whose bucket\n"
+         "ended more than keep + keys.skew ago is dropped whole, one statement each.",
          "batch dry-run", 1, 0, cmd_purge_args, cmd_purge},
         {"outbox", "list -c FILE [--unsent] [--limit N]\nretry -c FILE (ID... | --all)\ndrop -c FILE (ID... | --all)",
          "the outbox rows the relay gave up: list them, retry them or drop them",
@@ -436,6 +439,8 @@ static struct config *load(const char *path)
         for (size_t i = 0; i < errs.cnt; i++)
                 fprintf(stderr, "%s\n", errs.msgs[i]);
         config_errors_clear(&errs);
+        if (cfg)
+                keys_layout_from_config(cfg);
         return cfg;
 }
 

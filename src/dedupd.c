@@ -17,7 +17,9 @@
 #include "ops/version.h"
 #include "core/pipeline.h"
 #include "core/retention.h"
+#include "core/buckets.h"
 #include "pg/conninfo.h"
+#include "pg/layout.h"
 #include "pg/replication.h"
 #include "pg/store.h"
 #include "pg/schema.h"
@@ -341,6 +343,18 @@ static int schema_ready(struct daemon *d)
         return -1;
 }
 
+/* keys.layout: the namespace's keys in the table the claim reads, and
+ * under partitioned the partitions ahead made. -1 to go on. */
+static int keys_ready(struct daemon *d)
+{
+        char err[1024];
+        if (buckets_prepare(d->store, d->cfg, err, sizeof(err))) {
+                log_error("dedupd", "%s", err);
+                return 1;
+        }
+        return -1;
+}
+
 /* A broker that cannot redeliver what it acknowledged (RabbitMQ): a failover
  * is safe only with synchronous replication; said at start-up when the
  * server reports none. */
@@ -442,7 +456,7 @@ static int prepare(struct daemon *d)
         d->run = d->broker->open(d->cfg);
         if ((rc = check_broker(d)) >= 0 || (rc = connect_store(d)) >= 0)
                 return rc;
-        if ((rc = schema_ready(d)) >= 0)
+        if ((rc = schema_ready(d)) >= 0 || (rc = keys_ready(d)) >= 0)
                 return rc;
         warn_replication(d);
         if (d->broker->sink(d->run, &sink, err, sizeof(err))) {
@@ -569,6 +583,7 @@ int main(int argc, char **argv)
                 return 2;
         }
         d.broker = broker_of(d.cfg); /* the one lookup: the rest goes through it */
+        keys_layout_from_config(d.cfg);
         log_set_level(a.level ? log_level_parse(a.level) : d.cfg->log_level);
         log_set_format((enum log_format)(a.format ? log_format_parse(a.format) : d.cfg->log_format));
         if (d.cfg->startup_timeout_ms)

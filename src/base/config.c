@@ -317,7 +317,7 @@ static void read_int(struct walk *w, const struct field *f, const yaml_node_t *v
 
 static void read_duration(struct walk *w, const struct field *f, const yaml_node_t *v, void *slot, const char *path)
 {
-        char *s = scalar_value(w, v, path), c[CLIP_SZ];
+        char *s = scalar_value(w, v, path), c[CLIP_SZ], step[32];
         if (!s)
                 return;
         int64_t ms = config_parse_duration(s);
@@ -325,6 +325,9 @@ static void read_duration(struct walk *w, const struct field *f, const yaml_node
                 werr(w, v, "'%s': '%s' is not a duration (e.g. 250ms, 30s, 5m, 48h, 7d)", path, clip(s, c));
         else if (ms < f->min)
                 werr(w, v, "'%s': must be at least %ld ms", path, f->min);
+        else if (f->step && ms % f->step)
+                werr(w, v, "'%s': must be a whole number of %s, not '%s'", path,
+                     config_format_duration(f->step, step, sizeof(step)), clip(s, c));
         else
                 *(int64_t *)slot = ms;
         free(s);
@@ -917,6 +920,7 @@ void config_free(struct config *cfg)
                 keyspec_free(cfg->topics[i].prev_keyspec);
                 keytmpl_free(cfg->topics[i].parallel_keytmpl);
                 keytmpl_free(cfg->topics[i].tenant_keytmpl);
+                keytmpl_free(cfg->topics[i].bucket_keytmpl);
                 free(cfg->topics[i].parallel_layout);
         }
         free(cfg->topics);

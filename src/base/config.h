@@ -44,6 +44,8 @@ enum topic_mode { MODE_TRANSACTIONAL = 0, MODE_EXTERNAL = 1 };
 enum expired_policy { EXPIRED_DEAD_LETTER = 0, EXPIRED_SKIP, EXPIRED_REEXECUTE };
 enum mismatch_policy { MISMATCH_ABSORB = 0, MISMATCH_DEAD_LETTER };
 enum failed_policy { FAILED_ABSORB = 0, FAILED_RETRY };
+/* keys.layout: one table, or a table partitioned by bucket (docs/partitioned-retention.md) */
+enum key_layout { LAYOUT_HEAP = 0, LAYOUT_PARTITIONED };
 
 struct keytmpl;
 
@@ -128,6 +130,10 @@ struct topic_conf {
         /* provenance: where absorbed duplicates come from (docs/duplicates.md) */
         int provenance_every;    /* one absorbed duplicate in this many is recorded; 0: none */
         char *provenance_header; /* the header naming who produced it; "": none */
+
+        /* bucket_from: the time a key belongs to, under keys.layout: partitioned */
+        char *bucket_from;              /* template; NULL: the message's own timestamp */
+        struct keytmpl *bucket_keytmpl; /* compiled from bucket_from */
 };
 
 /** The most brokers one build knows (the broker table, src/source/brokers.c). */
@@ -184,6 +190,10 @@ struct config {
         /* absorption_check: verify's proof on a sample, all the time (docs/duplicates.md) */
         int64_t absorption_interval_ms; /* 0: off */
         int absorption_sample;          /* keys per topic and check */
+        /* keys: how keys are kept (docs/partitioned-retention.md) */
+        int keys_layout;        /* enum key_layout */
+        int64_t keys_bucket_ms; /* a bucket's width: whole days */
+        int64_t keys_skew_ms;   /* how far a bucket may be from now, and a partition kept past keep */
 };
 
 /** The retention class called name, or NULL. */

@@ -222,6 +222,40 @@ static void check_tenant_retention(struct config_checks *w, struct topic_conf *t
         }
 }
 
+/* bucket_from and keys.layout: partitioned — a template that compiles, and
+ * nothing the partitioned layout does not keep. */
+static void compile_bucket(struct config_checks *w, struct topic_conf *t)
+{
+        char err[512];
+        const struct config *cfg = w->cfg;
+        if (cfg->keys_layout != LAYOUT_PARTITIONED) {
+                if (t->bucket_from)
+                        config_errors_add(w->errs, w->file, t->line, t->col,
+                                          "topic '%s': bucket_from is for keys.layout: partitioned", t->name);
+                return;
+        }
+        if (t->bucket_from && !(t->bucket_keytmpl = keytmpl_compile(t->bucket_from, err, sizeof(err))))
+                config_errors_add(w->errs, w->file, t->line, t->col, "topic '%s': bucket_from: %s", t->name, err);
+        if (!t->retention)
+                config_errors_add(w->errs, w->file, t->line, t->col,
+                                  "topic '%s': keys.layout: partitioned needs a retention class: its keep says when "
+                                  "a bucket's partition is dropped",
+                                  t->name);
+        if (t->mode == MODE_EXTERNAL)
+                config_errors_add(w->errs, w->file, t->line, t->col,
+                                  "topic '%s': keys.layout: partitioned is for transactional mode", t->name);
+        if (t->tenant_quota || t->tenant_quotas || t->tenant_retention)
+                config_errors_add(w->errs, w->file, t->line, t->col,
+                                  "topic '%s': tenant.quota and tenant.retention count and expire keys one by one: "
+                                  "not with keys.layout: partitioned, whose keys go a partition at a time",
+                                  t->name);
+        if (t->key_prev_subject && !t->bucket_from)
+                config_errors_add(w->errs, w->file, t->line, t->col,
+                                  "topic '%s': key.previous needs bucket_from under keys.layout: partitioned (a key "
+                                  "by the message's timestamp is also looked up in the bucket before)",
+                                  t->name);
+}
+
 /* tenant: a key that compiles, quotas that are numbers, a mode it works in. */
 static void compile_tenant(struct config_checks *w, struct topic_conf *t)
 {
@@ -294,6 +328,7 @@ void config_finish_topics(struct config_checks *w)
                                           t->name);
                 compile_parallel(w, t);
                 compile_tenant(w, t);
+                compile_bucket(w, t);
                 if (cfg->workers > 1 && t->mode == MODE_EXTERNAL)
                         config_errors_add(w->errs, w->file, t->line, t->col,
                                           "topic '%s': external mode runs on one connection: workers must be 1 "

@@ -57,6 +57,9 @@ static const char *range_of(const struct field *f, char *buf, size_t bufsz)
         case F_INT: snprintf(buf, bufsz, "%ld to %ld", f->min, f->max); break;
         case F_DURATION:
                 snprintf(buf, bufsz, "at least %s", f->min ? config_format_duration(f->min, d, sizeof(d)) : "0");
+                if (f->step)
+                        snprintf(buf + strlen(buf), bufsz - strlen(buf), ", whole %s",
+                                 config_format_duration(f->step, d, sizeof(d)));
                 break;
         case F_BOOL: snprintf(buf, bufsz, "true, false"); break;
         case F_ENUM: snprintf(buf, bufsz, "%s", config_enum_list(f->names, list, sizeof(list))); break;

@@ -36,6 +36,7 @@ struct field {
         const char *def; /* the default, as text; NULL: none */
         int required;
         long min, max;                                        /* F_INT bounds; F_DURATION's least value */
+        long step;                                            /* F_DURATION: a whole number of these (0: any) */
         const struct field *sub;                              /* F_SECTION, F_TOPICS, F_CLASSES: the rows inside */
         const struct enum_name *names;                        /* F_ENUM: NULL-terminated */
         int (*check)(const char *v, char *err, size_t errsz); /* F_STR: more than a type */
@@ -100,6 +101,7 @@ int config_checks_refused(const struct config_checks *c, const char *path);
 /** Each broker's key given though another broker is consumed. */
 void config_check_source(struct config_checks *c, const int *given, const int *line, const int *col);
 void config_check_classes(struct config_checks *c);
+/** keys: its bucket a whole number of days. */
 void config_finish_topics(struct config_checks *c);
 
 #endif

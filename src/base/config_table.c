@@ -18,6 +18,8 @@ static const struct enum_name on_expired_names[] = {{"dead-letter", EXPIRED_DEAD
                                                     {"skip", EXPIRED_SKIP, 0},
                                                     {"reexecute", EXPIRED_REEXECUTE, 0},
                                                     {NULL, 0, 0}};
+static const struct enum_name layout_names[] = {
+        {"heap", LAYOUT_HEAP, 0}, {"partitioned", LAYOUT_PARTITIONED, 0}, {NULL, 0, 0}};
 static const struct enum_name on_failed_names[] = {
         {"absorb", FAILED_ABSORB, 0}, {"retry", FAILED_RETRY, 0}, {NULL, 0, 0}};
 static const struct enum_name on_mismatch_names[] = {
@@ -333,6 +335,37 @@ static const struct field tenant_fields[] = {
         {.name = NULL},
 };
 
+static const struct field keys_fields[] = {
+        {.name = "layout",
+         .type = F_ENUM,
+         .off = COFF(keys_layout),
+         .def = "heap",
+         .names = layout_names,
+         .desc = "heap: every key in dedupd.keys, expired keys deleted row by row; partitioned: keys in "
+                 "dedupd.keys_p, one partition per bucket, each key beginning with its bucket "
+                 "(\"@2026-12-01|9527/PAY\"), "
+                 "and retention drops whole partitions (docs/partitioned-retention.md). A namespace's keys are in one "
+                 "layout: dedupctl check refuses a change while the other holds keys"},
+        {.name = "bucket",
+         .type = F_DURATION,
+         .off = COFF(keys_bucket_ms),
+         .def = "1d",
+         .min = 86400000,
+         .step = 86400000,
+         .desc = "A bucket's width, in whole days: one partition each; fewer, larger buckets for a long keep "
+                 "(7y of 1d buckets is 2,557 partitions: use 30d)"},
+        {.name = "skew",
+         .type = F_DURATION,
+         .off = COFF(keys_skew_ms),
+         .def = "1d",
+         .min = 0,
+         .desc = "How far a message's time may be from now: one more than skew in the future is dead-lettered; a "
+                 "partition is dropped keep + skew after its bucket ends, and a message whose bucket is past that "
+                 "is dead-lettered \"too old to prove\"; with the message's own timestamp, one within skew of its "
+                 "bucket's start is also looked up in the bucket before"},
+        {.name = NULL},
+};
+
 static const struct field provenance_fields[] = {
         {.name = "every",
          .type = F_INT,
@@ -422,6 +455,14 @@ const struct field config_topic_fields[] = {
          .sub = parallel_fields,
          .desc = "Parallel keys inside a partition: a batch split by key onto workers, order kept per key, the "
                  "partition's offset advancing only to what every worker committed (docs/parallel-keys.md)"},
+        {.name = "bucket_from",
+         .type = F_STR,
+         .off = TOFF(bucket_from),
+         .check = keyspec_template_check,
+         .desc = "Under keys.layout: partitioned, the time a message's key belongs to, from the message itself so "
+                 "every copy of it agrees, e.g. \"{json:order_date}\": a date (2026-12-01, also the start of an "
+                 "ISO 8601 time) or Unix seconds or milliseconds; one without it is dead-lettered. Unset: the "
+                 "message's own timestamp (a producer's resend has its own: see keys.skew)"},
         {.name = "tenant",
          .type = F_SECTION,
          .sub = tenant_fields,
@@ -794,6 +835,11 @@ const struct field config_top_fields[] = {
          .type = F_SECTION,
          .sub = limits_fields,
          .desc = "What one message, one batch and the outbox may hold (docs/configuring.md: Limits)"},
+        {.name = "keys",
+         .type = F_SECTION,
+         .sub = keys_fields,
+         .desc = "How keys are kept: one table, or partitioned by bucket with retention by dropping partitions "
+                 "(docs/partitioned-retention.md)"},
         {.name = "absorption_check",
          .type = F_SECTION,
          .sub = absorption_fields,

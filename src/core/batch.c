@@ -3,6 +3,7 @@
 
 #include "base/mem.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +81,53 @@ void batch_dedupe(struct batch *b)
                 b->keys[b->nkeys++] = order[j].idx;
         }
         free(order);
+}
+
+static int by_key_only(const void *a, const void *b)
+{
+        return strcmp(((const struct keyed *)a)->key, ((const struct keyed *)b)->key);
+}
+
+/* The item, if any, whose key is item i's previous key (its own excluded). */
+static size_t previous_in_batch(const struct batch *b, const struct keyed *order, size_t k, size_t i)
+{
+        const struct pl_state *st = &b->items[i].e->st;
+        if (b->items[i].state != ITEM_NEW || !st->prev_key || !strcmp(st->prev_key, st->idem_key))
+                return SIZE_MAX;
+        struct keyed probe = {st->prev_key, 0};
+        const struct keyed *hit = bsearch(&probe, order, k, sizeof(*order), by_key_only);
+        return hit ? hit->idx : SIZE_MAX;
+}
+
+size_t batch_adopt_previous(struct batch *b)
+{
+        struct keyed *order = xcalloc(b->n ? b->n : 1, sizeof(*order));
+        size_t *to = xcalloc(b->n ? b->n : 1, sizeof(*to)), k = 0, adopted = 0;
+        for (size_t i = 0; i < b->n; i++)
+                if (b->items[i].state == ITEM_NEW)
+                        order[k++] = (struct keyed){b->items[i].e->st.idem_key, i};
+        qsort(order, k, sizeof(*order), by_key);
+        for (size_t i = 0; i < b->n; i++)
+                to[i] = previous_in_batch(b, order, k, i);
+        /* Every key found first, then changed: order points at the old ones.
+         * A chain (three copies over two bucket starts) ends at its oldest. */
+        for (size_t i = 0; i < b->n; i++) {
+                size_t j = to[i], steps = 0;
+                if (j == SIZE_MAX)
+                        continue;
+                while (to[j] != SIZE_MAX && to[j] != i && steps++ < b->n)
+                        j = to[j];
+                struct pl_state *st = &b->items[i].e->st, *of = &b->items[j].e->st;
+                char *key = xstrdup(of->idem_key), *text = of->key_text ? xstrdup(of->key_text) : NULL;
+                free(st->idem_key);
+                free(st->key_text);
+                st->idem_key = key;
+                st->key_text = text;
+                adopted++;
+        }
+        free(to);
+        free(order);
+        return adopted;
 }
 
 static int by_index(const void *a, const void *b)

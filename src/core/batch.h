@@ -71,6 +71,13 @@ size_t batch_mark_dead_letters(struct batch *b);
  */
 void batch_dedupe(struct batch *b);
 
+/** Before batch_dedupe: an item whose previous key (key.previous's, or under
+ *  keys.layout: partitioned the bucket before's) is another new item's key
+ *  is that message again, in this batch: it takes that key (and its text),
+ *  so batch_dedupe makes the two one key — the first in batch order runs,
+ *  the other repeats it. Returns how many items took another's key. */
+size_t batch_adopt_previous(struct batch *b);
+
 /** Before the claim: item i's message was seen before under another key
  *  (the one key.previous builds): ITEM_KNOWN with that key's stored outcome. */
 void batch_known_as(struct batch *b, size_t i, enum key_status status, const char *response, const char *fingerprint);

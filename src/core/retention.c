@@ -1,6 +1,8 @@
 /* retention: when keys, progress rows and sent outbox rows may go, the daemon's purge schedule, and the rule a class must keep against its topic. */
 #include "core/retention.h"
 
+#include "core/buckets.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,14 +34,17 @@ static int batch_of(const struct config *cfg, int batch)
 int retention_purge(struct store *s, const struct config *cfg, int batch, struct purge_stats *st, char *err,
                     size_t errsz)
 {
-        return store_purge(s, cfg->namespace, batch_of(cfg, batch), retention_progress_keep_ms(cfg),
-                           cfg->outbox_keep_ms, 0, st, err, errsz);
+        if (store_purge(s, cfg->namespace, batch_of(cfg, batch), retention_progress_keep_ms(cfg), cfg->outbox_keep_ms,
+                        0, st, err, errsz))
+                return -1;
+        return buckets_drop_expired(s, cfg, 0, &st->partitions, &st->partition_keys, err, errsz);
 }
 
 int retention_purge_count(struct store *s, const struct config *cfg, struct purge_stats *st, char *err, size_t errsz)
 {
-        return store_purge_count(s, cfg->namespace, retention_progress_keep_ms(cfg), cfg->outbox_keep_ms, st, err,
-                                 errsz);
+        if (store_purge_count(s, cfg->namespace, retention_progress_keep_ms(cfg), cfg->outbox_keep_ms, st, err, errsz))
+                return -1;
+        return buckets_count_expired(s, cfg, &st->partitions, err, errsz);
 }
 
 /* One daemon per process: the schedule lives here, not in the consumer. */
@@ -64,19 +69,26 @@ void retention_tick(struct store *s, const struct config *cfg, int64_t now_ms)
                 return;
         rc = store_purge(s, cfg->namespace, batch_of(cfg, 0), retention_progress_keep_ms(cfg), cfg->outbox_keep_ms,
                          now_ms + TICK_BUDGET_MS, &st, err, sizeof(err));
+        if (!rc)
+                rc = buckets_drop_expired(s, cfg, now_ms + TICK_BUDGET_MS, &st.partitions, &st.partition_keys, err,
+                                          sizeof(err));
         next_purge_ms = log_now_ms() + (st.more && !rc ? TICK_BUDGET_MS : cfg->purge_interval_ms);
         if (rc)
                 log_limited(&purge_rl, 1, 60000, LOG_WARN, "retention", "purge failed (retrying in %d ms): %s",
                             cfg->purge_interval_ms, err);
         else
-                metrics_purge((uint64_t)st.keys, (uint64_t)st.responses, (uint64_t)st.outbox_rows, (double)time(NULL));
-        if (st.keys || st.responses || st.progress_rows || st.mismatch_rows || st.duplicate_rows || st.outbox_rows)
+                metrics_purge((uint64_t)(st.keys + st.partition_keys), (uint64_t)st.responses, (uint64_t)st.outbox_rows,
+                              (double)time(NULL));
+        if (st.keys || st.responses || st.progress_rows || st.mismatch_rows || st.duplicate_rows || st.outbox_rows ||
+            st.partitions)
                 log_info("retention",
                          "purged %" PRId64 " expired key(s), %" PRId64 " response(s) past response_ttl, "
                          "%" PRId64 " progress_log row(s), %" PRId64 " fingerprint mismatch(es), %" PRId64
-                         " sampled duplicate(s), %" PRId64 " sent outbox row(s) in %" PRId64 " ms%s",
+                         " sampled duplicate(s), %" PRId64 " sent outbox row(s), %" PRId64 " partition(s) of %" PRId64
+                         " key(s) in %" PRId64 " ms%s",
                          st.keys, st.responses, st.progress_rows, st.mismatch_rows, st.duplicate_rows, st.outbox_rows,
-                         log_now_ms() - now_ms, st.more ? "; more to go, continuing" : "");
+                         st.partitions, st.partition_keys, log_now_ms() - now_ms,
+                         st.more ? "; more to go, continuing" : "");
 }
 
 /* "compact" alone keeps the last record of every Kafka key for ever. */

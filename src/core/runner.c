@@ -18,6 +18,7 @@
 #include "core/instance.h"
 #include "core/lanes.h"
 #include "core/relay.h"
+#include "core/buckets.h"
 #include "core/retention.h"
 #include "ops/health.h"
 #include "ops/metrics.h"
@@ -1089,6 +1090,7 @@ static void housekeeping(struct runner *r, int64_t now)
         instance_tick(r->store, r->cfg, now); /* first: the relay below may take a while */
         relay(r, pipeline_take_outbox(r->pl) > 0);
         retention_tick(r->store, r->cfg, log_now_ms()); /* every purge.interval_ms */
+        buckets_tick(r->store, r->cfg, now);            /* the partitions ahead, every 10 minutes */
         external_reap_tick(r->cfg, r->store, r->pl, now);
         absorption_tick(r->cfg, r->store, r->pl, now);
         if (store_idle(r->store))

@@ -19,6 +19,7 @@
 #include "base/utf8.h"
 #include "ops/metrics.h"
 #include "base/log.h"
+#include "core/buckets.h"
 #include "core/guard.h"
 #include "pg/mismatches.h"
 
@@ -161,6 +162,12 @@ static void derive(const struct pl_topic *pt, struct pl_entry *e)
         previous_key(pt, e, &in);
         if (tenant_of(pt, e, &in))
                 return;
+        char *late = NULL;
+        if (buckets_key(pt->cfg, t, m, &in, &e->st, &late)) {
+                FIRST_REASON(&e->st, "%s", late);
+                free(late);
+                return;
+        }
         fingerprint(t, e);
 }
 

@@ -193,6 +193,23 @@ static enum store_rc retry_failed(struct txn *x)
         return rc;
 }
 
+/* Whether a message may have been seen under another key: key.previous's,
+ * or (keys.layout: partitioned, by the message's timestamp) the bucket
+ * before's. */
+static int has_previous(const struct pl_topic *pt)
+{
+        return pt->t->prev_keyspec || (pt->cfg->keys_layout == LAYOUT_PARTITIONED && !pt->t->bucket_keytmpl);
+}
+
+/* How long a claimed key is kept: its class's keep; under keys.layout:
+ * partitioned none of its own (its partition goes whole: core/buckets.h). */
+static int64_t key_keep_ms(const struct pl_topic *pt)
+{
+        if (pt->cfg->keys_layout == LAYOUT_PARTITIONED || !pt->t->retention)
+                return 0;
+        return pt->t->retention->keep_ms;
+}
+
 /* A key key.previous built, and the item whose message it was built from. */
 struct prev_ref {
         const char *key;
@@ -223,9 +240,14 @@ static void previous_outcome(void *opaque, const char *key, enum key_status stat
         for (size_t i = hit ? (size_t)(hit - p->refs) : p->n; i < p->n && !strcmp(p->refs[i].key, key); i++) {
                 struct batch_item *it = &p->x->b.items[p->refs[i].item];
                 batch_known_as(&p->x->b, p->refs[i].item, status, response, fingerprint);
-                log_info(p->x->pt->ctx,
-                         "key %s (version %d) was seen before as %s (version %d): absorbed, first outcome %s",
-                         it->e->st.idem_key, t->key_version, key, t->key_version - 1, key_status_name(status));
+                if (t->prev_keyspec)
+                        log_info(p->x->pt->ctx,
+                                 "key %s (version %d) was seen before as %s (version %d): absorbed, first outcome %s",
+                                 it->e->st.idem_key, t->key_version, key, t->key_version - 1, key_status_name(status));
+                else
+                        log_info(p->x->pt->ctx,
+                                 "key %s was seen before as %s, in the bucket before: absorbed, first outcome %s",
+                                 it->e->st.idem_key, key, key_status_name(status));
         }
 }
 
@@ -235,7 +257,7 @@ static void previous_outcome(void *opaque, const char *key, enum key_status stat
 static enum store_rc known_as_previous(struct txn *x)
 {
         struct prev_probe p = {x, NULL, 0};
-        if (!x->pt->t->prev_keyspec || !x->b.nkeys)
+        if (!has_previous(x->pt) || !x->b.nkeys)
                 return STORE_OK;
         p.refs = xcalloc(x->b.nkeys, sizeof(*p.refs));
         for (size_t k = 0; k < x->b.nkeys; k++) {
@@ -295,7 +317,7 @@ static enum pl_rc claim(struct txn *x)
         }
         free(want);
         if (x->pessimistic)
-                rc = store_claim(pt->store, pt->cfg->namespace, x->claims, k, t->retention ? t->retention->keep_ms : 0,
+                rc = store_claim(pt->store, pt->cfg->namespace, x->claims, k, key_keep_ms(pt),
                                  t->retention ? t->retention->response_ttl_ms : 0, &outcomes, x->err, x->errsz);
         else
                 rc = store_probe_keys(pt->store, pt->cfg->namespace, x->claims, k, &outcomes, x->err, x->errsz);
@@ -394,7 +416,7 @@ static enum pl_rc insert_keys(struct txn *x)
                                                    .status = batch_status(it),
                                                    .response = batch_response(it)};
         }
-        rc = store_insert_keys(x->pt->store, x->pt->cfg->namespace, rows, n, t->retention ? t->retention->keep_ms : 0,
+        rc = store_insert_keys(x->pt->store, x->pt->cfg->namespace, rows, n, key_keep_ms(x->pt),
                                t->retention ? t->retention->response_ttl_ms : 0, x->err, x->errsz);
         free(rows);
         if (rc == STORE_CONFLICT) {
@@ -421,9 +443,10 @@ static enum pl_rc record_outcomes(struct txn *x)
                 const struct batch_item *it = &x->b.items[x->b.fresh[j]];
                 if (it->state == ITEM_APPLIED && !it->ctx.response)
                         continue;
-                rows[k++] = (struct store_outcome_row){it->row, batch_status(it), batch_response(it)};
+                rows[k++] =
+                        (struct store_outcome_row){it->e->st.idem_key, it->row, batch_status(it), batch_response(it)};
         }
-        rc = store_record(x->pt->store, rows, k, x->err, x->errsz);
+        rc = store_record(x->pt->store, x->pt->cfg->namespace, rows, k, x->err, x->errsz);
         free(rows);
         return rc ? failed(x, rc) : PL_OK;
 }
@@ -560,9 +583,16 @@ static size_t committed(struct txn *x, struct pl_commit *commits)
         return nc;
 }
 
-/* 3. The batch's distinct keys, in claim order. */
+/* 3. The batch's distinct keys, in claim order; a message here twice under
+ *    two keys (the bucket before's, key.previous's) is one key. */
 static enum pl_rc dedupe(struct txn *x)
 {
+        size_t adopted = has_previous(x->pt) ? batch_adopt_previous(&x->b) : 0;
+        if (adopted)
+                log_info(x->pt->ctx,
+                         "%zu message(s) of this batch repeat another of it under its previous key "
+                         "(the bucket before, or key.previous): one key each",
+                         adopted);
         batch_dedupe(&x->b);
         return PL_OK;
 }

@@ -9,7 +9,8 @@
 
 #define DML "SELECT, INSERT, UPDATE, DELETE"
 
-/* Schema dedupd: the schema, its tables, its sequences. $1 is the role. */
+/* Schema dedupd: the schema, its tables, its sequences, its functions. $1 is
+ * the role. */
 static const char *const schema_grants_sql =
         "SELECT format('GRANT USAGE ON SCHEMA dedupd TO %I', $1::text) "
         "UNION ALL (SELECT format('GRANT %s ON TABLE %I.%I TO %I', "
@@ -19,7 +20,11 @@ static const char *const schema_grants_sql =
         "  WHERE n.nspname = 'dedupd' AND c.relkind IN ('r', 'p') ORDER BY c.relname) "
         "UNION ALL (SELECT format('GRANT USAGE, SELECT ON SEQUENCE %I.%I TO %I', n.nspname, c.relname, $1::text) "
         "  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "  WHERE n.nspname = 'dedupd' AND c.relkind = 'S' ORDER BY c.relname)";
+        "  WHERE n.nspname = 'dedupd' AND c.relkind = 'S' ORDER BY c.relname) "
+        /* keys.layout: partitioned makes and drops its partitions through these (SECURITY DEFINER) */
+        "UNION ALL (SELECT format('GRANT EXECUTE ON FUNCTION %s TO %I', p.oid::regprocedure, $1::text) "
+        "  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+        "  WHERE n.nspname = 'dedupd' ORDER BY p.proname)";
 
 /* One handler table ($2, resolved as the server resolves it): the table and
  * the schema it lives in. */

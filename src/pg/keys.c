@@ -299,28 +299,33 @@ enum store_rc store_insert_keys(struct store *s, const char *ns, const struct st
         return rc;
 }
 
-enum store_rc store_record(struct store *s, const struct store_outcome_row *rows, size_t n, char *err, size_t errsz)
+enum store_rc store_record(struct store *s, const char *ns, const struct store_outcome_row *rows, size_t n, char *err,
+                           size_t errsz)
 {
-        struct store_array w = {0}, st = {0}, rs = {0};
+        struct store_array k = {0}, w = {0}, st = {0}, rs = {0};
         enum store_rc rc;
 
         if (n == 0)
                 return STORE_OK;
         for (size_t i = 0; i < n; i++) {
+                store_array_text(&k, rows[i].key);
                 store_array_text(&w, rows[i].row);
                 store_array_text(&st, key_status_name(rows[i].status));
                 store_array_text(&rs, rows[i].response);
         }
-        const char *params[3] = {store_array_finish(&w), store_array_finish(&st), store_array_finish(&rs)};
+        const char *params[5] = {ns, store_array_finish(&k), store_array_finish(&w), store_array_finish(&st),
+                                 store_array_finish(&rs)};
         /* By row, not by key: a join on the key is planned from the table's
          * statistics, and a young table's mislead the planner into reading
          * every row of the namespace per batch. The rows are this
-         * transaction's own inserts: nobody else can move them. */
+         * transaction's own inserts: nobody else can move them. The key too:
+         * in dedupd.keys_p it prunes the row's place to its own partition. */
         rc = store_query_hot(s,
                              "UPDATE dedupd.keys AS d SET status = u.s, response = u.r, updated_at = now()"
-                             " FROM unnest($1::tid[], $2::text[], $3::text[]) AS u(w, s, r)"
-                             " WHERE d.ctid = u.w",
-                             3, params, NULL, err, errsz);
+                             " FROM unnest($2::text[], $3::tid[], $4::text[], $5::text[]) AS u(k, w, s, r)"
+                             " WHERE d.ctid = u.w AND d.namespace = $1 AND d.idem_key = u.k",
+                             5, params, NULL, err, errsz);
+        store_array_free(&k);
         store_array_free(&w);
         store_array_free(&st);
         store_array_free(&rs);

@@ -97,6 +97,7 @@ enum store_rc store_insert_keys(struct store *s, const char *ns, const struct st
 
 /** A key store_claim inserted, and the outcome to record on it. */
 struct store_outcome_row {
+        const char *key;        /* store_claim_row.key */
         const char *row;        /* store_claim_row.row */
         enum key_status status; /* KEY_DONE or KEY_FAILED */
         const char *response;   /* or NULL */
@@ -105,10 +106,11 @@ struct store_outcome_row {
 /**
  * Final status and first response of keys this transaction claimed, by
  * their rows: a TID scan per row, whatever the planner knows of the table's
- * size.
+ * size; in the key's own partition (a row's place names a row in each
+ * partition of dedupd.keys_p).
  */
-enum store_rc store_record(struct store *s, const struct store_outcome_row *rows, size_t n, char *err, size_t errsz)
-        __attribute__((warn_unused_result));
+enum store_rc store_record(struct store *s, const char *ns, const struct store_outcome_row *rows, size_t n, char *err,
+                           size_t errsz) __attribute__((warn_unused_result));
 
 /** Stored outcome of keys seen before: callback per found key. */
 enum store_rc store_outcomes(struct store *s, const char *ns, size_t n, const char *const *keys, store_outcome_cb *cb,

@@ -206,9 +206,13 @@ int store_keys_size(struct store *s, const char *ns, struct keys_size *ks, char 
         memset(ks, 0, sizeof(*ks));
         ks->ns_rows = -1;
         if (store_query(s,
-                        "SELECT to_regclass('dedupd.keys') IS NOT NULL,"
-                        " coalesce(pg_total_relation_size(to_regclass('dedupd.keys')), 0),"
-                        " coalesce((SELECT reltuples FROM pg_class WHERE oid = to_regclass('dedupd.keys')), -1)",
+                        /* the table, or under keys.layout: partitioned its partitions */
+                        "WITH t AS (SELECT to_regclass('dedupd.keys') AS relid"
+                        "           UNION SELECT relid FROM pg_partition_tree(to_regclass('dedupd.keys')))"
+                        " SELECT to_regclass('dedupd.keys') IS NOT NULL,"
+                        " coalesce((SELECT sum(pg_total_relation_size(relid)) FROM t), 0)::bigint,"
+                        " coalesce((SELECT sum(c.reltuples) FROM t JOIN pg_class c ON c.oid = t.relid"
+                        "           WHERE c.reltuples >= 0), -1)",
                         0, NULL, &r, err, errsz))
                 return -1;
         ks->exists = !strcmp(PQgetvalue(r, 0, 0), "t");

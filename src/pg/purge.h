@@ -18,6 +18,8 @@ struct purge_stats {
         int64_t progress_keep_ms; /* how old a progress_log row must be to go */
         int64_t outbox_rows;      /* sent outbox rows deleted: sent longer than outbox_keep_ms ago */
         int64_t outbox_keep_ms;   /* 0: sent outbox rows are kept */
+        int64_t partitions;       /* keys.layout: partitioned — buckets' partitions dropped whole */
+        int64_t partition_keys;   /* the keys they held */
         int64_t statements;       /* batches run */
         int more;                 /* stopped by its deadline with work left */
 };

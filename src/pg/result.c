@@ -53,6 +53,13 @@ int store_unique_violation(const PGresult *res, const char *schema, const char *
                field_is(res, PG_DIAG_TABLE_NAME, table) && field_is(res, PG_DIAG_CONSTRAINT_NAME, constraint);
 }
 
+int store_keys_p_violation(const PGresult *res)
+{
+        const char *table = res ? PQresultErrorField(res, PG_DIAG_TABLE_NAME) : NULL;
+        return res && field_is(res, PG_DIAG_SQLSTATE, "23505") && field_is(res, PG_DIAG_SCHEMA_NAME, "dedupd") &&
+               table && !strncmp(table, "keys_p_", 7);
+}
+
 int store_contention(const PGresult *res)
 {
         return res && (field_is(res, PG_DIAG_SQLSTATE, "40P01") || field_is(res, PG_DIAG_SQLSTATE, "40001"));

@@ -27,6 +27,9 @@ enum store_rc store_classify(PGconn *conn, const PGresult *res);
  *  schema.table — told apart from every other 23505 (a trigger's, another
  *  unique index's) by PG_DIAG_SCHEMA_NAME, TABLE_NAME and CONSTRAINT_NAME. */
 int store_unique_violation(const PGresult *res, const char *schema, const char *table, const char *constraint);
+/** 1 when res failed on the key index of one of dedupd.keys_p's partitions
+ *  (their names begin keys_p_: pg/layout.h). */
+int store_keys_p_violation(const PGresult *res);
 
 /** 1 when res failed as contention between transactions does: a deadlock
  *  (40P01) or a serialization failure (40001). */

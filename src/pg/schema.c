@@ -261,6 +261,80 @@ static const char *const migrations[] = {
         "  updated_at timestamptz NOT NULL DEFAULT now(),"
         "  PRIMARY KEY (namespace, tenant, topic, partition)"
         ");",
+        /* 18: keys kept by bucket (keys.layout: partitioned, issue 21 §1):
+         *    dedupd.keys' columns in a table partitioned by namespace and key,
+         *    whose keys begin with their bucket ("@2026-12-01|9527/PAY"), so a
+         *    key and all its duplicates share one partition, one per bucket
+         *    and namespace, and retention drops whole partitions. The key's
+         *    collation is "C", the partitions' own, so every statement on
+         *    dedupd.keys runs unchanged on it and prunes to one partition.
+         *    Partitions are made and dropped by two functions that run as
+         *    the schema's owner (a role that owns nothing runs dedupd) and
+         *    record each in dedupd.key_partitions, dropped ones too: a bucket
+         *    dropped is never made again (pg/key_buckets.h) */
+        "CREATE TABLE IF NOT EXISTS dedupd.keys_p ("
+        "  namespace           text        NOT NULL,"
+        "  idem_key            text        COLLATE \"C\" NOT NULL,"
+        "  status              text        NOT NULL CHECK (status IN ('PENDING','DONE','FAILED','EXPIRED')),"
+        "  fingerprint         bytea,"
+        "  response            text,"
+        "  topic               text,"
+        "  partition           integer,"
+        "  \"offset\"            bigint,"
+        "  attempts            integer     NOT NULL DEFAULT 1,"
+        "  owner               text,"
+        "  lease_until         timestamptz,"
+        "  created_at          timestamptz NOT NULL DEFAULT now(),"
+        "  updated_at          timestamptz NOT NULL DEFAULT now(),"
+        "  expires_at          timestamptz,"
+        "  response_expires_at timestamptz,"
+        "  key_text            text,"
+        "  reconciled          integer     NOT NULL DEFAULT 0"
+        ") PARTITION BY RANGE (namespace, idem_key);"
+        "CREATE UNIQUE INDEX IF NOT EXISTS keys_p_pkey ON dedupd.keys_p (namespace, idem_key);"
+        "CREATE INDEX IF NOT EXISTS keys_p_response_expiry ON dedupd.keys_p (namespace, response_expires_at)"
+        "  WHERE response IS NOT NULL AND response_expires_at IS NOT NULL;"
+        "CREATE INDEX IF NOT EXISTS keys_p_pending ON dedupd.keys_p (namespace, lease_until)"
+        "  WHERE status = 'PENDING';"
+        "CREATE TABLE IF NOT EXISTS dedupd.key_partitions ("
+        "  namespace    text        NOT NULL,"
+        "  bucket       date        NOT NULL,"
+        "  until        date        NOT NULL,"
+        "  relname      text        NOT NULL,"
+        "  created_at   timestamptz NOT NULL DEFAULT now(),"
+        "  dropped_at   timestamptz,"
+        "  rows_dropped bigint,"
+        "  PRIMARY KEY (namespace, bucket)"
+        ");"
+        "CREATE OR REPLACE FUNCTION dedupd.key_partition_create(ns text, b date, e date) RETURNS boolean"
+        "  LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $f$"
+        " DECLARE rel text := 'keys_p_' || substr(md5(ns), 1, 12) || '_' || to_char(b, 'YYYYMMDD');"
+        " BEGIN"
+        "  PERFORM pg_advisory_xact_lock(hashtext('dedupd.key_partitions'));"
+        "  IF EXISTS (SELECT 1 FROM dedupd.key_partitions p WHERE p.namespace = ns AND p.bucket = b) THEN"
+        "   RETURN false;"
+        "  END IF;"
+        "  EXECUTE format('CREATE TABLE dedupd.%I PARTITION OF dedupd.keys_p FOR VALUES FROM (%L, %L) TO (%L, %L)"
+        " WITH (fillfactor = 85)', rel, ns, '@' || to_char(b, 'YYYY-MM-DD') || '|', ns,"
+        "   '@' || to_char(e, 'YYYY-MM-DD') || '|');"
+        "  INSERT INTO dedupd.key_partitions (namespace, bucket, until, relname) VALUES (ns, b, e, rel);"
+        "  RETURN true;"
+        " END $f$;"
+        "CREATE OR REPLACE FUNCTION dedupd.key_partition_drop(ns text, b date) RETURNS bigint"
+        "  LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog SET lock_timeout = '10s' AS $f$"
+        " DECLARE rel text; n bigint;"
+        " BEGIN"
+        "  SELECT p.relname INTO rel FROM dedupd.key_partitions p"
+        "   WHERE p.namespace = ns AND p.bucket = b AND p.dropped_at IS NULL FOR UPDATE;"
+        "  IF NOT FOUND THEN RETURN NULL; END IF;"
+        "  EXECUTE format('SELECT count(*) FROM dedupd.%I', rel) INTO n;"
+        "  EXECUTE format('DROP TABLE dedupd.%I', rel);"
+        "  UPDATE dedupd.key_partitions p SET dropped_at = now(), rows_dropped = n"
+        "   WHERE p.namespace = ns AND p.bucket = b;"
+        "  RETURN n;"
+        " END $f$;"
+        "REVOKE ALL ON FUNCTION dedupd.key_partition_create(text, date, date) FROM PUBLIC;"
+        "REVOKE ALL ON FUNCTION dedupd.key_partition_drop(text, date) FROM PUBLIC;",
 };
 #define MIGRATION_CNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -297,7 +371,7 @@ enum store_rc store_migrate(struct store *s, char *err, size_t errsz)
                 char vs[16];
                 const char *params[1] = {vs};
                 snprintf(vs, sizeof(vs), "%d", v);
-                if ((rc = store_exec(s, migrations[v - 1], err, errsz)) ||
+                if ((rc = store_exec_as_written(s, migrations[v - 1], err, errsz)) ||
                     (rc = store_query(s, "INSERT INTO dedupd.schema_migrations (version) VALUES ($1::int)", 1, params,
                                       NULL, err, errsz)))
                         goto error;
@@ -374,6 +448,13 @@ static const struct schema_column {
         {"instances", "namespace", "text", 0},
         {"instances", "owner", "text", 0}, /* hostname:pid:random */
         {"instances", "started_at", "timestamp with time zone", 0},
+        {"key_partitions", "bucket", "date", 0}, /* the bucket's first day: its keys begin "@YYYY-MM-DD|" */
+        {"key_partitions", "created_at", "timestamp with time zone", 0},
+        {"key_partitions", "dropped_at", "timestamp with time zone", 1}, /* NULL: live */
+        {"key_partitions", "namespace", "text", 0},
+        {"key_partitions", "relname", "text", 0},
+        {"key_partitions", "rows_dropped", "bigint", 1},
+        {"key_partitions", "until", "date", 0}, /* the next bucket's first day */
         {"keys", "attempts", "integer", 0},
         {"keys", "created_at", "timestamp with time zone", 0},
         {"keys", "expires_at", "timestamp with time zone", 1}, /* NULL: kept forever */
@@ -391,6 +472,23 @@ static const struct schema_column {
         {"keys", "status", "text", 0}, /* PENDING, DONE, FAILED, EXPIRED */
         {"keys", "topic", "text", 1},
         {"keys", "updated_at", "timestamp with time zone", 0},
+        {"keys_p", "attempts", "integer", 0},
+        {"keys_p", "created_at", "timestamp with time zone", 0},
+        {"keys_p", "expires_at", "timestamp with time zone", 1},
+        {"keys_p", "fingerprint", "bytea", 1},
+        {"keys_p", "idem_key", "text", 0},
+        {"keys_p", "key_text", "text", 1},
+        {"keys_p", "lease_until", "timestamp with time zone", 1},
+        {"keys_p", "namespace", "text", 0},
+        {"keys_p", "offset", "bigint", 1},
+        {"keys_p", "owner", "text", 1},
+        {"keys_p", "partition", "integer", 1},
+        {"keys_p", "reconciled", "integer", 0},
+        {"keys_p", "response", "text", 1},
+        {"keys_p", "response_expires_at", "timestamp with time zone", 1},
+        {"keys_p", "status", "text", 0},
+        {"keys_p", "topic", "text", 1},
+        {"keys_p", "updated_at", "timestamp with time zone", 0},
         {"mismatches", "fingerprint", "text", 0},
         {"mismatches", "first_fingerprint", "text", 0},
         {"mismatches", "idem_key", "text", 0},
@@ -505,6 +603,9 @@ enum store_rc store_schema_check(struct store *s, int *differences, char *report
         enum store_rc rc = store_query(s,
                                        "SELECT table_name, column_name, data_type, is_nullable = 'YES'"
                                        " FROM information_schema.columns WHERE table_schema = 'dedupd'"
+                                       /* dedupd.keys_p's partitions are its own shape */
+                                       " AND NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.relispartition"
+                                       "  AND c.oid = to_regclass(format('dedupd.%I', table_name)))"
                                        " ORDER BY table_name COLLATE \"C\", column_name COLLATE \"C\"",
                                        0, NULL, &r, err, errsz);
         if (rc)

@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "ops/metrics.h"
 #include "pg/conninfo.h"
+#include "pg/layout.h"
 #include "pg/session.h"
 
 /* A batch sends the same few statements every time (claim, outcomes,
@@ -39,7 +40,7 @@ struct store {
 static void remember_failure(struct store *s, const PGresult *r)
 {
         store_failure_text(s->failure, sizeof(s->failure), r);
-        s->keys_conflict = store_unique_violation(r, "dedupd", "keys", "keys_pkey");
+        s->keys_conflict = store_unique_violation(r, "dedupd", "keys", "keys_pkey") || store_keys_p_violation(r);
         s->contended = store_contention(r);
 }
 
@@ -184,6 +185,11 @@ int store_idle(const struct store *s) { return store_ok(s) && PQtransactionStatu
 
 enum store_rc store_exec(struct store *s, const char *sql, char *err, size_t errsz)
 {
+        return store_exec_as_written(s, keys_layout_sql(sql), err, errsz);
+}
+
+enum store_rc store_exec_as_written(struct store *s, const char *sql, char *err, size_t errsz)
+{
         PGresult *r;
         enum store_rc rc = STORE_OK;
         if (!s->conn) {
@@ -282,15 +288,28 @@ static enum store_rc take_result(struct store *s, PGresult *r, PGresult **out, c
         return STORE_OK;
 }
 
-/* Run a parameterised statement; parameters are text unless formats says binary. */
-static enum store_rc run_params(struct store *s, const char *sql, int nparams, const char *const *params,
-                                const int *lengths, const int *formats, PGresult **out, char *err, size_t errsz)
+/* Run a parameterised statement as written; parameters are text unless formats says binary. */
+static enum store_rc run_written(struct store *s, const char *sql, int nparams, const char *const *params,
+                                 const int *lengths, const int *formats, PGresult **out, char *err, size_t errsz)
 {
         if (!s->conn) {
                 snprintf(err, errsz, "not connected");
                 return STORE_CONN;
         }
         return take_result(s, PQexecParams(s->conn, sql, nparams, NULL, params, lengths, formats, 0), out, err, errsz);
+}
+
+/* The same, said of the table of keys in use (pg/layout.h). */
+static enum store_rc run_params(struct store *s, const char *sql, int nparams, const char *const *params,
+                                const int *lengths, const int *formats, PGresult **out, char *err, size_t errsz)
+{
+        return run_written(s, keys_layout_sql(sql), nparams, params, lengths, formats, out, err, errsz);
+}
+
+enum store_rc store_query_as_written(struct store *s, const char *sql, int nparams, const char *const *params,
+                                     PGresult **out, char *err, size_t errsz)
+{
+        return run_written(s, sql, nparams, params, NULL, NULL, out, err, errsz);
 }
 
 static enum store_rc run(struct store *s, const char *sql, int nparams, const char *const *params, PGresult **out,
@@ -321,7 +340,7 @@ static const char *prepared_name(struct store *s, const char *sql, char *name, s
                 return name;
         if (i == STORE_PREPARED_MAX)
                 return NULL;
-        PGresult *r = PQprepare(s->conn, name, sql, 0, NULL);
+        PGresult *r = PQprepare(s->conn, name, keys_layout_sql(sql), 0, NULL);
         if (PQresultStatus(r) != PGRES_COMMAND_OK) {
                 store_error_text(err, errsz, s->conn, r);
                 remember_failure(s, r);

@@ -47,10 +47,18 @@ int store_ok(const struct store *s);
 int store_idle(const struct store *s);
 
 enum store_rc store_exec(struct store *s, const char *sql, char *err, size_t errsz) __attribute__((warn_unused_result));
+/** store_exec of sql as it is written, in either layout (pg/layout.h): the
+ *  migrations, which name both tables. */
+enum store_rc store_exec_as_written(struct store *s, const char *sql, char *err, size_t errsz)
+        __attribute__((warn_unused_result));
 /** A parameterised statement (all parameters text). On success *out (when
  *  out is not NULL) holds the result, to be PQclear'ed by the caller. */
 enum store_rc store_query(struct store *s, const char *sql, int nparams, const char *const *params, PGresult **out,
                           char *err, size_t errsz) __attribute__((warn_unused_result));
+/** store_query of sql as it is written, in either layout (pg/layout.h):
+ *  for the few statements that name both tables. */
+enum store_rc store_query_as_written(struct store *s, const char *sql, int nparams, const char *const *params,
+                                     PGresult **out, char *err, size_t errsz) __attribute__((warn_unused_result));
 /** 1 when the last failed statement failed on dedupd.keys' primary key
  *  (unique_violation): a key another transaction committed meanwhile. */
 int store_last_keys_conflict(const struct store *s);

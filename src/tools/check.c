@@ -9,6 +9,8 @@
 #include "core/loader.h"
 #include "ops/http.h"
 #include "pg/replication.h"
+#include "pg/key_buckets.h"
+#include "pg/schema.h"
 #include "pg/store.h"
 #include "source/brokers.h"
 
@@ -112,6 +114,30 @@ static enum check_rc check_pooler(struct check_ctx *ck, struct store *s)
         return CHECK_OK;
 }
 
+/* keys.layout: the namespace's keys in the table the claim will read. A
+ * schema not yet migrated has none in the other. */
+static enum check_rc check_layout(struct check_ctx *ck, struct store *s)
+{
+        char err[1024];
+        int applied = 0, known = 0, other = 0;
+        const char *layout = ck->cfg->keys_layout == LAYOUT_PARTITIONED ? "partitioned" : "heap";
+        if (store_schema_version(s, &applied, &known, err, sizeof(err)) || applied < known)
+                return CHECK_OK;
+        if (store_keys_in_other_layout(s, ck->cfg->namespace, ck->cfg->keys_layout == LAYOUT_PARTITIONED, &other, err,
+                                       sizeof(err))) {
+                fprintf(ck->o->err, "%s: keys.layout: %s\n", ck->cfg->path, err);
+                return CHECK_INVALID;
+        }
+        if (!other)
+                return CHECK_OK;
+        fprintf(ck->o->err,
+                "%s: keys.layout is %s but namespace '%s' has keys in the other layout's table: dedupd would not "
+                "find them, and every duplicate of them would run again; keep the layout, or start a new "
+                "namespace\n",
+                ck->cfg->path, layout, ck->cfg->namespace);
+        return CHECK_INVALID;
+}
+
 /* Whether the database answers, as dedupd will reach it (connect_timeout and all). */
 static enum check_rc check_database(struct check_ctx *ck)
 {
@@ -124,6 +150,8 @@ static enum check_rc check_database(struct check_ctx *ck)
         fprintf(ck->o->out, "database %s: connected\n", store_target(s));
         check_replication(ck, s);
         enum check_rc rc = store_pooled(s) ? check_pooler(ck, s) : CHECK_OK;
+        if (check_layout(ck, s) != CHECK_OK)
+                rc = CHECK_INVALID;
         store_free(s);
         return rc;
 }

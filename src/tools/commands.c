@@ -8,6 +8,7 @@
 
 #include "base/keyspec.h"
 #include "core/loader.h"
+#include "core/buckets.h"
 #include "core/retention.h"
 #include "pg/audit.h"
 #include "pg/grants.h"
@@ -168,6 +169,11 @@ int cmd_inspect(struct config *cfg, const struct cmd_args *a)
                 rc = 2;
         } else if (PQntuples(r) == 0 && !reruns) {
                 fprintf(stderr, "dedupctl: key '%s' not found in namespace %s\n", key, cfg->namespace);
+                if (cfg->keys_layout == LAYOUT_PARTITIONED && key[0] != '@')
+                        fprintf(stderr,
+                                "dedupctl: under keys.layout: partitioned a key begins with its bucket, e.g. "
+                                "'@2026-12-01|%s' (dedupd's log and dead letters name it so)\n",
+                                key);
                 rc = 1;
         } else {
                 for (int c = 0; PQntuples(r) && c < PQnfields(r); c++)
@@ -376,6 +382,15 @@ int cmd_purge(struct config *cfg, const struct cmd_args *a)
                 printf("%-26s kept (outbox.keep is 0)\n", "sent outbox rows:");
         }
         printf("%-26s %" PRId64 " (past expires_at, never purged)\n", "PENDING keys left alone:", st.pending_kept);
+        if (cfg->keys_layout == LAYOUT_PARTITIONED) {
+                config_format_duration(buckets_keep_ms(cfg), keep, sizeof(keep));
+                if (dry_run)
+                        printf("%-26s %" PRId64 " (buckets ended more than keep + keys.skew, %s, ago)\n",
+                               "partitions to drop:", st.partitions, keep);
+                else
+                        printf("%-26s %" PRId64 " of %" PRId64 " key(s) (buckets ended more than %s ago)\n",
+                               "partitions dropped:", st.partitions, st.partition_keys, keep);
+        }
         return 0;
 }
 

@@ -9,8 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pg/layout.h"
 #include "pg/purge.h"
 #include "pg/store.h"
+#include "tools/plan_layouts.h"
+#include "tools/text_table.h"
 
 /* Fewer rows than this say more about 8 kB pages than about a row. */
 #define PLAN_MIN_MEASURED_ROWS 10000
@@ -108,18 +111,18 @@ static int measure_row(struct store *s, const struct config *cfg, double *row_by
         if (store_keys_size(s, cfg->namespace, &ks, err, sizeof(err)))
                 goto estimate;
         if (!ks.exists) {
-                snprintf(err, sizeof(err), "dedupd.keys does not exist yet");
+                snprintf(err, sizeof(err), "%s does not exist yet", keys_layout_table());
                 goto estimate;
         }
         if (ks.rows <= 0) {
-                snprintf(err, sizeof(err), "dedupd.keys has no rows yet");
+                snprintf(err, sizeof(err), "%s has no rows yet", keys_layout_table());
                 goto estimate;
         }
         if (ks.rows < PLAN_MIN_MEASURED_ROWS) {
                 snprintf(err, sizeof(err),
-                         "dedupd.keys has only %" PRId64 " rows, too few to measure one (a table and each of "
+                         "%s has only %" PRId64 " rows, too few to measure one (a table and each of "
                          "its indexes take whole 8 kB pages); measured from %d rows on",
-                         ks.rows, PLAN_MIN_MEASURED_ROWS);
+                         keys_layout_table(), ks.rows, PLAN_MIN_MEASURED_ROWS);
                 goto estimate;
         }
         *row_bytes = (double)ks.total_bytes / (double)ks.rows;
@@ -127,8 +130,9 @@ static int measure_row(struct store *s, const struct config *cfg, double *row_by
         if (ks.ns_rows >= 0)
                 snprintf(cnt, sizeof(cnt), "%" PRId64, ks.ns_rows);
         snprintf(how, howsz,
-                 "measured: pg_total_relation_size('dedupd.keys') = %" PRId64 " B (%s) / %" PRId64 " rows %s over "
+                 "measured: pg_total_relation_size(%s) = %" PRId64 " B (%s) / %" PRId64 " rows %s over "
                  "all namespaces%s%s%s (table, indexes and TOAST as they are now, bloat included)",
+                 keys_layout_get() == KEYS_PARTITIONED ? "of dedupd.keys_p's partitions" : "'dedupd.keys'",
                  ks.total_bytes, size, ks.rows, ks.ns_rows >= 0 ? "counted" : "(ANALYZE's estimate)",
                  ks.ns_rows >= 0 ? ", " : "", ks.ns_rows >= 0 ? cnt : "",
                  ks.ns_rows >= 0 ? " of them in this namespace" : "");
@@ -136,38 +140,6 @@ static int measure_row(struct store *s, const struct config *cfg, double *row_by
 estimate:
         snprintf(how, howsz, "estimated (the seed's 100 B a row: key + status + times): %s", err);
         return 1;
-}
-
-/* A plain text table: column widths from the cells. */
-#define PLAN_COLS 5
-struct table {
-        char (*cell)[PLAN_COLS][96];
-        size_t rows, cap;
-};
-
-static void table_add(struct table *t, const char *const *cells)
-{
-        if (t->rows == t->cap) {
-                t->cap = t->cap ? t->cap * 2 : 8;
-                t->cell = xrealloc(t->cell, t->cap * sizeof(*t->cell));
-        }
-        for (int c = 0; c < PLAN_COLS; c++)
-                snprintf(t->cell[t->rows][c], sizeof(t->cell[0][0]), "%s", cells[c]);
-        t->rows++;
-}
-
-static void table_print(const struct table *t, FILE *out)
-{
-        int w[PLAN_COLS] = {0};
-        for (size_t r = 0; r < t->rows; r++)
-                for (int c = 0; c < PLAN_COLS; c++)
-                        if ((int)strlen(t->cell[r][c]) > w[c])
-                                w[c] = (int)strlen(t->cell[r][c]);
-        for (size_t r = 0; r < t->rows; r++) {
-                for (int c = 0; c + 1 < PLAN_COLS; c++)
-                        fprintf(out, "%-*s   ", w[c], t->cell[r][c]);
-                fprintf(out, "%s\n", t->cell[r][PLAN_COLS - 1]);
-        }
 }
 
 /* Names of the topics using class c (or, c NULL, using none), comma-separated. */
@@ -194,7 +166,7 @@ static void keep_text(int64_t keep_ms, char *buf, size_t sz)
 }
 
 /* The row of one class: rows and bytes kept at the rate; -1 when too large. */
-static int class_row(struct table *t, const struct config *cfg, const struct retention_class *c, double rate_per_s,
+static int class_row(struct text_table *t, const struct config *cfg, const struct retention_class *c, double rate_per_s,
                      double row_bytes)
 {
         char keep[64], topics[96], rows_s[96], bytes_s[96], h1[32], h2[32];
@@ -205,12 +177,12 @@ static int class_row(struct table *t, const struct config *cfg, const struct ret
         topics_of(cfg, c, topics, sizeof(topics));
         snprintf(rows_s, sizeof(rows_s), "%" PRIu64 " (%s)", rows, plan_human_count(rows, h1, sizeof(h1)));
         snprintf(bytes_s, sizeof(bytes_s), "%" PRIu64 " B (%s)", bytes, plan_human_bytes(bytes, h2, sizeof(h2)));
-        table_add(t, (const char *const[]){c->name, keep, topics, rows_s, bytes_s});
+        text_table_add(t, (const char *const[]){c->name, keep, topics, rows_s, bytes_s});
         return 0;
 }
 
 /* Topics without a class: the table only grows; its growth per day is the plan. */
-static void forever_row(struct table *t, const struct config *cfg, uint64_t rows_a_day, uint64_t bytes_a_day)
+static void forever_row(struct text_table *t, const struct config *cfg, uint64_t rows_a_day, uint64_t bytes_a_day)
 {
         char topics[96], rows_s[96], bytes_s[96], h1[32], h2[32];
         topics_of(cfg, NULL, topics, sizeof(topics));
@@ -218,12 +190,12 @@ static void forever_row(struct table *t, const struct config *cfg, uint64_t rows
                  plan_human_count(rows_a_day, h1, sizeof(h1)));
         snprintf(bytes_s, sizeof(bytes_s), "+%" PRIu64 " B a day (%s)", bytes_a_day,
                  plan_human_bytes(bytes_a_day, h2, sizeof(h2)));
-        table_add(t, (const char *const[]){"-", "forever", topics, rows_s, bytes_s});
+        text_table_add(t, (const char *const[]){"-", "forever", topics, rows_s, bytes_s});
 }
 
 int plan_print(const struct config *cfg, struct store *s, double rate_per_s, FILE *out, char *err, size_t errsz)
 {
-        struct table t = {0};
+        struct text_table t = {.cols = 5};
         char how[512], h1[32];
         double row_bytes;
         uint64_t rows, bytes;
@@ -239,11 +211,11 @@ int plan_print(const struct config *cfg, struct store *s, double rate_per_s, FIL
                 "(an upper bound: a duplicate adds no row)\n",
                 cfg->namespace, rate_per_s, plan_human_count(rows, h1, sizeof(h1)));
         fprintf(out, "row size: %.0f B, %s\n\n", row_bytes, how);
-        table_add(&t, (const char *const[]){"class", "keep", "topics", "rows kept", "on disk"});
+        text_table_add(&t, (const char *const[]){"class", "keep", "topics", "rows kept", "on disk"});
         for (size_t i = 0; i < cfg->class_cnt; i++)
                 if (class_row(&t, cfg, &cfg->classes[i], rate_per_s, row_bytes)) {
                         snprintf(err, errsz, "class '%s': the rate is too large to plan for", cfg->classes[i].name);
-                        free(t.cell);
+                        text_table_free(&t);
                         return -1;
                 }
         for (size_t i = 0; i < cfg->topic_cnt; i++)
@@ -253,9 +225,13 @@ int plan_print(const struct config *cfg, struct store *s, double rate_per_s, FIL
         if (!cfg->class_cnt)
                 fprintf(out, "no retention classes: keys are kept forever and dedupd.keys grows without "
                              "bound (add retention_classes: and retention: per topic)\n");
-        table_print(&t, out);
+        text_table_print(&t, out);
         if (forever && cfg->class_cnt)
                 fprintf(out, "topics without retention: keep their keys forever\n");
-        free(t.cell);
+        text_table_free(&t);
+        if (plan_layouts_print(cfg, rate_per_s, row_bytes, out)) {
+                snprintf(err, errsz, "the rate is too large to plan for");
+                return -1;
+        }
         return 0;
 }

@@ -154,7 +154,7 @@ log "ok: inspect and stats"
 # The migrated schema is the one described in src/pg/schema.c, column by column.
 sql "DROP TABLE account, transfer_ledger"
 "$DEDUPCTL" migrate -c "$WORK/good.yaml" >"$WORK/migrate.out" || fail "migrate: $(cat "$WORK/migrate.out")"
-grep -q "^schema dedupd: 130 columns in 14 tables, as described" "$WORK/migrate.out" || fail "migrate says: $(cat "$WORK/migrate.out")"
+grep -q "^schema dedupd: 154 columns in 16 tables, as described" "$WORK/migrate.out" || fail "migrate says: $(cat "$WORK/migrate.out")"
 # ... and the handler's own tables exist before any dedupd ran: its init() ran too.
 grep -q "^topic $T: handler transfer set up" "$WORK/migrate.out" || fail "migrate says: $(cat "$WORK/migrate.out")"
 assert_eq "$(sql "SELECT count(*) FROM account")" "${SEED_ACCOUNTS:-100}" "accounts seeded by dedupctl migrate"

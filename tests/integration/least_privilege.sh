@@ -112,3 +112,27 @@ assert_eq "$(sql "SELECT count(*) FROM information_schema.columns WHERE table_sc
 out=$("$DEDUPCTL" migrate -c "$WORK/owner.yaml" 2>&1) || fail "schema check after the run: $out"
 [[ $out == *"as described"* ]] || fail "schema dedupd changed: $out"
 log "ok: DROP TABLE and ALTER TABLE from the handler refused by the database, dead-lettered, schema dedupd as described"
+
+# ---- 4. keys.layout: partitioned as the daemon role ------------------------------
+# It makes its buckets' partitions (and purge drops them) through dedupd's own
+# SECURITY DEFINER functions: the daemon role still owns none of them.
+TP="pay_lp_part_$$"
+topic "$TP" 1
+SEED_ACCOUNTS=60 write_config "$WORK/part.yaml" "$TP" "    retention: short
+keys: {layout: partitioned}
+retention_classes:
+  short: {keep: 1d, allow_shorter_than_topic: true}"
+sed -i "s#conninfo: \".*\"#conninfo: \"$DAEMON_DSN\"#; s#^namespace: .*#namespace: it-$ID-part#; s#grp-$ID#grp-$ID-part#" "$WORK/part.yaml"
+# accounts 51 to 60: new, the workload has not spent them
+for i in 51 52 53 51 52; do printf 'u%d\t{"order_id":"p-%d","user_id":%d,"amount":1}\n' "$i" "$i" "$i"; done | "$KT" produce -t "$TP"
+start part "$WORK/part.yaml"
+wait_done "$TP" 120
+stop part
+assert_eq "$(sql "SELECT count(*) FROM dedupd.keys_p WHERE namespace = 'it-$ID-part'")" 3 "keys in dedupd.keys_p"
+assert_eq "$(sql "SELECT count(*) FROM dedupd.keys_p WHERE namespace = 'it-$ID-part' AND status = 'DONE'")" 3 "DONE keys"
+assert_eq "$(sql "SELECT count(*) FROM transfer_ledger WHERE user_id > 50")" 3 "one effect per order"
+assert_eq "$(sql "SELECT count(*) FROM dedupd.key_partitions WHERE namespace = 'it-$ID-part'")" 5 \
+        "partitions made by the daemon role (keep + skew back, skew and one bucket ahead)"
+assert_eq "$(sql "SELECT count(*) FROM pg_class WHERE relowner = '$DAEMON'::regrole")" 0 "relations the daemon role owns"
+"$DEDUPCTL" purge -c "$WORK/part.yaml" >"$WORK/part-purge.out" 2>&1 || fail "purge as the daemon role: $(cat "$WORK/part-purge.out")"
+log "ok: partitioned layout as the daemon role: $(sql "SELECT count(*) FROM dedupd.key_partitions WHERE namespace = 'it-$ID-part'") partitions, none its own"

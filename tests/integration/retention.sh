@@ -229,6 +229,11 @@ grep -q "row size: [0-9]* B, measured: pg_total_relation_size('dedupd.keys') = [
 row=$(sed -n 's/^row size: \([0-9]*\) B, measured.*/\1/p' "$WORK/plan.out")
 [[ $row -ge 100 && $row -le 1000 ]] || fail "measured row size $row B is implausible"
 log "ok: measured row size $row B (table + indexes)"
+# both layouts' cost: heap deletes a day's keys, partitioned keeps keep + skew
+# + a bucket (48h + 1d + 1d at 10,000/s) and drops a partition a day
+grep -Eq "^payments +heap +1728000000 \(1.73 billion\) .* DELETE 864 million rows" "$WORK/plan.out" || fail "plan: no heap layout row"
+grep -Eq "^payments +partitioned +3456000000 \(3.46 billion\) .* DROP TABLE one partition every 1d .* [0-9]+ partitions of dedupd.keys_p" \
+        "$WORK/plan.out" || fail "plan: no partitioned layout row"
 "$DEDUPCTL" plan -c "$WORK/plan.yaml" --rate 600000/min | grep -q "1728000000 (1.73 billion)" || fail "plan --rate 600000/min"
 sql "TRUNCATE dedupd.keys"
 "$DEDUPCTL" plan -c "$WORK/plan.yaml" --rate 10000 >"$WORK/plan2.out"

@@ -93,6 +93,7 @@ struct produce_opts {
         const char *topic;
         char *hdrs[32], *props[32];
         int nh, np, partition;
+        int64_t timestamp; /* -T: every record's CreateTime (epoch ms); 0: now */
 };
 
 /* One of produce's and txn's options, or 0 when opt is not one. */
@@ -159,7 +160,7 @@ static void produce_line(rd_kafka_t *rk, const struct produce_opts *o, char *lin
                                       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
                                       RD_KAFKA_V_KEY(key, key ? strlen(key) : 0),
                                       RD_KAFKA_V_VALUE(null_value ? NULL : val, null_value ? 0 : strlen(val)),
-                                      RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
+                                      RD_KAFKA_V_TIMESTAMP(o->timestamp), RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
                 if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL)
                         rd_kafka_poll(rk, 50);
         } while (e == RD_KAFKA_RESP_ERR__QUEUE_FULL);
@@ -181,16 +182,19 @@ static char *next_line(char **line, size_t *cap)
 
 /* produce -t TOPIC [-H name=value]... : one message per stdin line, "KEY<TAB>VALUE"
  * or just "VALUE" (no key). "\N" as VALUE means a null value (tombstone).
- * -r RATE paces the messages; -s FILE writes each one's send time (epoch µs). */
+ * -r RATE paces the messages; -s FILE writes each one's send time (epoch µs);
+ * -T MS gives every record that timestamp (epoch ms). */
 static int cmd_produce(int argc, char **argv)
 {
         struct produce_opts o = {.partition = RD_KAFKA_PARTITION_UA};
         int opt;
         double rate = 0;
         FILE *sent = NULL;
-        while ((opt = getopt(argc, argv, "t:H:p:X:r:s:")) != -1) {
+        while ((opt = getopt(argc, argv, "t:H:p:X:r:s:T:")) != -1) {
                 if (opt == 'r')
                         rate = atof(optarg);
+                else if (opt == 'T')
+                        o.timestamp = strtoll(optarg, NULL, 10);
                 else if (opt == 's' && !(sent = fopen(optarg, "w")))
                         die("cannot write %s", optarg);
                 else

@@ -461,7 +461,7 @@ static const struct err_case err_cases[] = {
          "t.yaml:10:16: 'topics[0].key.subject': unknown AMQP property '{amqp:priority}'", NULL, NULL},
         {"error: unknown top-level key", Y_HEAD "colour: blue\n" Y_TOPICS, 1, "t.yaml:7:1: unknown key 'colour'",
          "(expected one of: namespace, log_level, log_format, startup_timeout_ms, shutdown_timeout_ms, workers, "
-         "source, postgres, kafka, rabbitmq, nats, topics, retention_classes, purge, outbox, http, limits, "
+         "source, postgres, kafka, rabbitmq, nats, topics, retention_classes, purge, outbox, http, limits, keys, "
          "absorption_check)",
          NULL},
         {"error: unknown key inside topics[0].key",
@@ -729,6 +729,16 @@ static const struct err_case err_cases[] = {
          "t.yaml:14:1: a second YAML document starts here", NULL, NULL},
         {"hole: a kafka property given twice", Y_HEAD "  group.id: h\n" Y_TOPICS, 1,
          "t.yaml:7:3: duplicate key 'kafka.group.id'", NULL, NULL},
+        {"error: bucket_from under keys.layout: heap", Y_HEAD Y_TOPICS "    bucket_from: \"{json:d}\"\n", 1,
+         "t.yaml:8:5: topic 't': bucket_from is for keys.layout: partitioned", NULL, NULL},
+        {"error: keys.layout: partitioned without a retention class", Y_HEAD Y_TOPICS "keys: {layout: partitioned}\n",
+         1, "t.yaml:8:5: topic 't': keys.layout: partitioned needs a retention class", NULL, NULL},
+        {"error: keys.bucket not whole days", Y_HEAD Y_TOPICS "keys: {layout: heap, bucket: 36h}\n", 1,
+         "t.yaml:14:30: 'keys.bucket': must be a whole number of 1d, not '36h'", NULL, NULL},
+        {"error: bucket_from is no template",
+         Y_HEAD Y_TOPICS "    bucket_from: \"{json:\"\n    retention: r\nkeys: {layout: partitioned}\n"
+                         "retention_classes:\n  r: {keep: 2d, allow_shorter_than_topic: true}\n",
+         1, "t.yaml:14:18: 'topics[0].bucket_from': unterminated '{' in key template", NULL, NULL},
         {"error: empty file", "", 1, "t.yaml:1:1: the file is empty", NULL, NULL},
         {"error: file with only comments", "# nothing here yet\n", 1, "t.yaml:1:1: the file is empty", NULL, NULL},
 };
