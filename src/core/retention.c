@@ -51,10 +51,21 @@ int retention_purge_count(struct store *s, const struct config *cfg, struct purg
 static int64_t next_purge_ms;
 static struct log_ratelimit purge_rl;
 
+/* ", 3 partition(s) of 2592000000 key(s)" under keys.layout: partitioned
+ * when it dropped some; "" otherwise (the line as it always was). */
+static const char *dropped_text(const struct purge_stats *st, char *buf, size_t sz)
+{
+        buf[0] = '\0';
+        if (st->partitions)
+                snprintf(buf, sz, ", %" PRId64 " partition(s) of %" PRId64 " key(s)", st->partitions,
+                         st->partition_keys);
+        return buf;
+}
+
 void retention_tick(struct store *s, const struct config *cfg, int64_t now_ms)
 {
         struct purge_stats st;
-        char err[512];
+        char err[512], dropped[96];
         int rc;
 
         if (cfg->purge_interval_ms <= 0)
@@ -84,10 +95,9 @@ void retention_tick(struct store *s, const struct config *cfg, int64_t now_ms)
                 log_info("retention",
                          "purged %" PRId64 " expired key(s), %" PRId64 " response(s) past response_ttl, "
                          "%" PRId64 " progress_log row(s), %" PRId64 " fingerprint mismatch(es), %" PRId64
-                         " sampled duplicate(s), %" PRId64 " sent outbox row(s), %" PRId64 " partition(s) of %" PRId64
-                         " key(s) in %" PRId64 " ms%s",
+                         " sampled duplicate(s), %" PRId64 " sent outbox row(s)%s in %" PRId64 " ms%s",
                          st.keys, st.responses, st.progress_rows, st.mismatch_rows, st.duplicate_rows, st.outbox_rows,
-                         st.partitions, st.partition_keys, log_now_ms() - now_ms,
+                         dropped_text(&st, dropped, sizeof(dropped)), log_now_ms() - now_ms,
                          st.more ? "; more to go, continuing" : "");
 }
 

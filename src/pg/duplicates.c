@@ -100,8 +100,10 @@ static char *absorption_sql(const char *t, const char *k)
 {
         return xasprintf(
                 "WITH s AS (SELECT k.idem_key, k.status FROM dedupd.keys k TABLESAMPLE SYSTEM ("
-                " (SELECT least(100, 100.0 * 2 * $3::int / greatest(c.reltuples, 1)) FROM pg_class c"
-                "  WHERE c.oid = 'dedupd.keys'::regclass))"
+                /* the table's rows, or under keys.layout: partitioned its partitions' */
+                " (SELECT least(100, 100.0 * 2 * $3::int / greatest(sum(c.reltuples) FILTER (WHERE c.reltuples > 0),"
+                "  1)) FROM pg_class c WHERE c.oid = 'dedupd.keys'::regclass"
+                "  OR c.oid IN (SELECT relid FROM pg_partition_tree('dedupd.keys'::regclass))))"
                 " WHERE k.namespace = $1 AND k.topic = $2 AND k.status IN ('DONE', 'FAILED') LIMIT $3::int),"
                 " e AS (SELECT s.idem_key, s.status, (SELECT count(*) FROM %1$s x WHERE x.%2$s = s.idem_key) AS "
                 "effects,"

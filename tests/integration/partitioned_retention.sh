@@ -8,10 +8,11 @@
 # prove", as are an order dated three days ahead and one whose date is no
 # date. A second topic buckets by the message's own timestamp: a resend a few
 # seconds after midnight is looked up in the day before and absorbed, in the
-# same batch as its first copy or a later one. With
-# keep lowered the purge drops the partitions of the older days whole, and
-# a late copy of an order whose partition went is dead-lettered, not run
-# again. A heap config on the namespace is refused by check.
+# same batch as its first copy or a later one. With keep lowered the purge
+# drops the partitions of the older days whole, and a late copy of an order
+# whose partition went is dead-lettered, not run again; the continuous
+# absorption check samples the partitions. A heap config on the namespace is
+# refused by check and dedupd.
 . "$(dirname "$0")/lib.sh"
 
 T="buckets_$$"
@@ -26,6 +27,7 @@ bucket_config() {
 $(transfer_topic "$T2")
     retention: short
 keys: {layout: partitioned, skew: ${3:-1d}}
+absorption_check: {interval: 1s}
 retention_classes:
   short: {keep: $2, allow_shorter_than_topic: true}"
 }
@@ -88,9 +90,15 @@ assert_eq "$(keys "$T")" "@$D0|o-1/PAY @$D0|o-2/PAY @$D0|o-3/PAY" "today's keys 
 assert_eq "$(sql "SELECT count(*) FROM dedupd.key_partitions WHERE namespace = 'it-$ID' AND dropped_at IS NOT NULL AND bucket = '$D1'")" 1 \
         "the dropped bucket recorded"
 { order 4 "$D1"; order 1 "$D0"; } | "$KT" produce -t "$T"
+# the continuous absorption check samples dedupd.keys_p's partitions: a second
+# effect of o-1, added by hand, is found
+sql "INSERT INTO transfer_ledger (idem_key, user_id, amount) VALUES ('@$D0|o-1/PAY', 1, 1)"
 start d2 "$WORK/c2.yaml"
 wait_done "$T"
+has_violation() { grep -q "ERROR \[absorption\] topic $T: 1 of [0-9]* sampled keys break the one-effect rule in transfer_ledger(idem_key): @$D0|o-1/PAY (DONE, 2 effects)" "$WORK/d2.log"; }
+poll 30 has_violation || fail "the absorption check did not find o-1's second effect: $(grep absorption "$WORK/d2.log" | tail -3)"
 stop d2
+sql "DELETE FROM transfer_ledger WHERE id = (SELECT max(id) FROM transfer_ledger WHERE idem_key = '@$D0|o-1/PAY')"
 assert_eq "$(sql "SELECT count(*) FROM transfer_ledger")" 7 "neither the late copy nor today's copy ran again"
 "$KT" dump -t "$T.dlq" >"$WORK/dlq2.txt"
 assert_eq "$(grep -c "dedupd.reason=too old to prove: bucket $D1" "$WORK/dlq2.txt")" 1 "the late copy dead-lettered"
