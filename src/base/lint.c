@@ -306,6 +306,28 @@ static int lint_versions(const struct topic_conf *t, struct lint_finding *out, s
         return (int)f.cnt;
 }
 
+/* keys.layout: partitioned keeps a partition per bucket from keep + skew
+ * back to skew and a bucket ahead; every statement on the keys is planned
+ * over all of them. */
+#define LINT_MAX_PARTITIONS 400
+static int lint_buckets(const struct config *cfg, const struct topic_conf *t, struct lint_finding *out, size_t max)
+{
+        struct findings f = {out, max, 0};
+        char keep[32], bucket[32];
+        if (cfg->keys_layout != LAYOUT_PARTITIONED || !t->retention || cfg->keys_bucket_ms <= 0)
+                return 0;
+        int64_t n = (t->retention->keep_ms + 2 * cfg->keys_skew_ms) / cfg->keys_bucket_ms + 3;
+        if (n > LINT_MAX_PARTITIONS)
+                add(&f, LINT_WARN,
+                    "keys.layout: partitioned keeps about %lld partitions of dedupd.keys_p for keep %s with "
+                    "keys.bucket "
+                    "%s, and every statement on the keys is planned over them: widen keys.bucket (e.g. 30d) to keep "
+                    "them under %d",
+                    (long long)n, config_format_duration(t->retention->keep_ms, keep, sizeof(keep)),
+                    config_format_duration(cfg->keys_bucket_ms, bucket, sizeof(bucket)), LINT_MAX_PARTITIONS);
+        return (int)f.cnt;
+}
+
 int lint_config(const struct config *cfg, lint_report_cb *report, void *opaque)
 {
         int errors = 0;
@@ -315,6 +337,7 @@ int lint_config(const struct config *cfg, lint_report_cb *report, void *opaque)
                 int n = lint_key(t->key_subject, t->key_action, t->key_request, f, 15);
                 n += lint_replies(t, f + n, (size_t)(16 - n));
                 n += lint_versions(t, f + n, (size_t)(16 - n));
+                n += lint_buckets(cfg, t, f + n, (size_t)(16 - n));
                 for (int k = 0; k < n; k++) {
                         errors += f[k].severity == LINT_ERROR;
                         if (report)

@@ -199,8 +199,13 @@ void buckets_tick(struct store *s, const struct config *cfg, int64_t now_ms)
         if (cfg->keys_layout != LAYOUT_PARTITIONED || now_ms < next_tick_ms || !store_idle(s))
                 return;
         next_tick_ms = now_ms + TICK_EVERY_MS;
-        if (ensure(s, cfg, wall_ms(), err, sizeof(err)))
-                log_warn("buckets", "making the partitions ahead failed (retrying in 10 minutes): %s", err);
+        /* another instance's purge may have dropped buckets: from now on
+         * theirs are too old to prove here too, not a statement that fails */
+        if (read_dropped(s, cfg, err, sizeof(err)) || ensure(s, cfg, wall_ms(), err, sizeof(err)))
+                log_warn("buckets",
+                         "reading the dropped buckets or making the partitions ahead failed (retrying in "
+                         "10 minutes): %s",
+                         err);
 }
 
 int buckets_drop_expired(struct store *s, const struct config *cfg, int64_t deadline_ms, int64_t *partitions,

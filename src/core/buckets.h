@@ -43,8 +43,9 @@ int64_t buckets_live(const struct config *cfg, int64_t now_ms);
  */
 int buckets_prepare(struct store *s, const struct config *cfg, char *err, size_t errsz);
 
-/** Between batches: every 10 minutes, the partitions ahead made (a failure
- *  logged at WARN, retried next tick). */
+/** Between batches: every 10 minutes, the buckets another instance dropped
+ *  read and the partitions ahead made (a failure logged at WARN, retried
+ *  next tick). */
 void buckets_tick(struct store *s, const struct config *cfg, int64_t now_ms);
 
 /** Drop every partition whose bucket ended more than buckets_keep_ms ago, a

@@ -5,10 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/keyspec.h"
 #include "core/loader.h"
 #include "core/buckets.h"
+#include "base/bucket_time.h"
+#include "pg/key_buckets.h"
 #include "core/retention.h"
 #include "pg/audit.h"
 #include "pg/grants.h"
@@ -201,6 +204,33 @@ static int stats_table(enum store_rc qrc, PGresult *r, const char *err, const ch
         return 0;
 }
 
+/* keys.layout: partitioned: the partitions kept and dropped, and the oldest
+ * bucket still provable. 0, or 2 on a database error. */
+static int partitions_report(struct store *s, const struct config *cfg)
+{
+        struct key_buckets_summary sum;
+        char err[512], from[11], to[11], horizon[11], size[32];
+        if (cfg->keys_layout != LAYOUT_PARTITIONED)
+                return 0;
+        if (store_key_buckets_summary(s, cfg->namespace, &sum, err, sizeof(err))) {
+                fprintf(stderr, "dedupctl: %s\n", err);
+                return 2;
+        }
+        printf("\npartitions of dedupd.keys_p (keys.layout: partitioned)\n");
+        if (sum.live) {
+                bucket_date(sum.oldest, from);
+                bucket_date(sum.newest, to);
+                printf("kept:     %" PRId64 ", buckets %s to %s, %s\n", sum.live, from, to,
+                       plan_human_bytes((uint64_t)sum.bytes, size, sizeof(size)));
+        } else {
+                printf("kept:     0 (dedupd makes them at start)\n");
+        }
+        printf("dropped:  %" PRId64 ", %" PRId64 " key(s) with them\n", sum.dropped, sum.dropped_rows);
+        bucket_date(buckets_horizon(cfg, (int64_t)time(NULL) * 1000), horizon);
+        printf("provable: from bucket %s (a message of an older one is dead-lettered \"too old to prove\")\n", horizon);
+        return 0;
+}
+
 int cmd_stats(struct config *cfg, const struct cmd_args *a)
 {
         (void)a;
@@ -227,6 +257,8 @@ int cmd_stats(struct config *cfg, const struct cmd_args *a)
                 q = store_tenant_summary(s, ns, 20, &r, err, sizeof(err));
                 rc = stats_table(q, r, err, "tenants with the most live keys (tenant.quota counts these)", 1);
         }
+        if (!rc)
+                rc = partitions_report(s, cfg);
         if (!rc && mismatch_report(s, ns, err, sizeof(err))) {
                 fprintf(stderr, "dedupctl: %s\n", err);
                 rc = 2;

@@ -237,43 +237,63 @@ static void test_lint_config(void **state)
         config_errors_clear(&errs);
 }
 
-static char reply_finding[512];
-static void reply_cb(void *opaque, const struct topic_conf *t, const struct lint_finding *f)
+/* The finding of lint_config naming `match` on a one-topic config with
+ * `tail` after its handler ("warning: " before a warning's), or "". */
+static char finding[512];
+static const char *finding_match;
+static void finding_cb(void *opaque, const struct topic_conf *t, const struct lint_finding *f)
 {
         (void)opaque;
         (void)t;
-        if (strstr(f->message, "reply"))
-                snprintf(reply_finding, sizeof(reply_finding), "%s%s", f->severity == LINT_WARN ? "warning: " : "",
-                         f->message);
+        if (strstr(f->message, finding_match))
+                snprintf(finding, sizeof(finding), "%s%s", f->severity == LINT_WARN ? "warning: " : "", f->message);
+}
+
+static const char *finding_of(const char *tail, const char *match)
+{
+        struct config_errors errs = {0};
+        char text[1024];
+        snprintf(text, sizeof(text),
+                 "namespace: svc\npostgres:\n  conninfo: \"dbname=x\"\nkafka:\n"
+                 "  bootstrap.servers: localhost:9092\n  group.id: g\n"
+                 "topics:\n  - name: t\n    key: {subject: \"{json:order_id}\", action: PAY}\n"
+                 "    handler:\n      path: ./h.so\n%s",
+                 tail);
+        struct config *cfg = config_load_string("t.yaml", text, &errs);
+        for (size_t e = 0; e < errs.cnt; e++)
+                printf("%s\n", errs.msgs[e]);
+        assert_non_null(cfg);
+        finding[0] = '\0';
+        finding_match = match;
+        assert_int_equal(lint_config(cfg, finding_cb, NULL), 0);
+        config_free(cfg);
+        config_errors_clear(&errs);
+        return finding;
 }
 
 /* Replies on and no reply.allow: any producer picks where dedupd writes. Warned, never an error. */
 static void test_lint_replies(void **state)
 {
         (void)state;
-        static const char *const tails[] = {"", "    reply: {allow: [replies]}\n", "    reply: {header: \"\"}\n"};
-        static const int warned[] = {1, 0, 0};
-        for (size_t i = 0; i < 3; i++) {
-                struct config_errors errs = {0};
-                char text[1024];
-                snprintf(text, sizeof(text),
-                         "namespace: svc\npostgres:\n  conninfo: \"dbname=x\"\nkafka:\n"
-                         "  bootstrap.servers: localhost:9092\n  group.id: g\n"
-                         "topics:\n  - name: t\n    key: {subject: \"{json:order_id}\", action: PAY}\n"
-                         "    handler:\n      path: ./h.so\n%s",
-                         tails[i]);
-                struct config *cfg = config_load_string("t.yaml", text, &errs);
-                assert_non_null(cfg);
-                reply_finding[0] = '\0';
-                assert_int_equal(lint_config(cfg, reply_cb, NULL), 0);
-                if (warned[i])
-                        assert_contains(reply_finding,
-                                        "warning: replies go wherever a message's 'reply-to' header names");
-                else
-                        assert_string_equal(reply_finding, "");
-                config_free(cfg);
-                config_errors_clear(&errs);
-        }
+        assert_contains(finding_of("", "reply"), "warning: replies go wherever a message's 'reply-to' header names");
+        assert_string_equal(finding_of("    reply: {allow: [replies]}\n", "reply"), "");
+        assert_string_equal(finding_of("    reply: {header: \"\"}\n", "reply"), "");
+}
+
+/* Seven years of daily buckets is thousands of partitions: warned; 30-day buckets are not. */
+static void test_lint_buckets(void **state)
+{
+        (void)state;
+        static const char *const tail = "    retention: long\n    bucket_from: \"{json:date}\"\n"
+                                        "    reply: {header: \"\"}\n"
+                                        "retention_classes:\n  long: {keep: 2555d, allow_shorter_than_topic: true}\n"
+                                        "keys: {layout: partitioned, bucket: %s}\n";
+        char text[512];
+        snprintf(text, sizeof(text), tail, "1d");
+        assert_contains(finding_of(text, "partitions"), "warning: keys.layout: partitioned keeps about 2560 partitions "
+                                                        "of dedupd.keys_p for keep 2555d with keys.bucket 1d");
+        snprintf(text, sizeof(text), tail, "30d");
+        assert_string_equal(finding_of(text, "partitions"), "");
 }
 
 int main(void)
@@ -284,5 +304,6 @@ int main(void)
         unit_add(&l, "lint: malformed templates", test_lint_malformed, NULL);
         unit_add(&l, "lint: every topic of a config", test_lint_config, NULL);
         unit_add(&l, "lint: replies without reply.allow", test_lint_replies, NULL);
+        unit_add(&l, "lint: partitions of keys.layout: partitioned", test_lint_buckets, NULL);
         return unit_run("lint", &l);
 }
