@@ -284,16 +284,15 @@ static void test_lint_replies(void **state)
 static void test_lint_buckets(void **state)
 {
         (void)state;
-        static const char *const tail = "    retention: long\n    bucket_from: \"{json:date}\"\n"
-                                        "    reply: {header: \"\"}\n"
-                                        "retention_classes:\n  long: {keep: 2555d, allow_shorter_than_topic: true}\n"
-                                        "keys: {layout: partitioned, bucket: %s}\n";
-        char text[512];
-        snprintf(text, sizeof(text), tail, "1d");
-        assert_contains(finding_of(text, "partitions"), "warning: keys.layout: partitioned keeps about 2560 partitions "
-                                                        "of dedupd.keys_p for keep 2555d with keys.bucket 1d");
-        snprintf(text, sizeof(text), tail, "30d");
-        assert_string_equal(finding_of(text, "partitions"), "");
+#define BUCKETS_TAIL(bucket)                                                                                           \
+        "    retention: long\n    bucket_from: \"{json:date}\"\n    reply: {header: \"\"}\n"                           \
+        "retention_classes:\n  long: {keep: 2555d, allow_shorter_than_topic: true}\n"                                  \
+        "keys: {layout: partitioned, bucket: " bucket "}\n"
+        assert_contains(finding_of(BUCKETS_TAIL("1d"), "partitions"),
+                        "warning: keys.layout: partitioned keeps about 2560 partitions of dedupd.keys_p for keep 2555d "
+                        "with keys.bucket 1d");
+        assert_string_equal(finding_of(BUCKETS_TAIL("30d"), "partitions"), "");
+#undef BUCKETS_TAIL
 }
 
 int main(void)
