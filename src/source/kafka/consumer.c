@@ -25,11 +25,13 @@ struct kafka_source {
         int joined;          /* the group has handed this member an assignment (empty or not) */
         int64_t deadline_ms; /* startup: joined by then, or fail; 0: no deadline */
         int startup_timeout_ms;
-        char last_error[512];              /* librdkafka's last error, for the startup failure */
-        struct kafka_positions *positions; /* handed over, acknowledged, skipped */
-        int brokers_down;                  /* ALL_BROKERS_DOWN, and no sign of one since */
-        char brokers_why[512];             /* what librdkafka said then */
-        int64_t recommit_at_ms;            /* a refused offset commit is sent again then; 0: none due */
+        char last_error[512];                       /* librdkafka's last error, for the startup failure */
+        struct kafka_positions *positions;          /* handed over, acknowledged, skipped */
+        int brokers_down;                           /* ALL_BROKERS_DOWN, and no sign of one since */
+        char brokers_why[512];                      /* what librdkafka said then */
+        int64_t recommit_at_ms;                     /* a refused offset commit is sent again then; 0: none due */
+        rd_kafka_topic_partition_list_t *to_commit; /* acknowledged, not yet committed to Kafka; NULL: none */
+        int64_t committed_at_ms;                    /* when the last commit was sent */
 };
 
 static struct kafka_source *of(struct source *src) { return (struct kafka_source *)src; }
@@ -95,6 +97,12 @@ static struct pl_msg *msg_wrap(rd_kafka_message_t *rkm, size_t topic_idx)
  * until its partition's next message (or for ever, at the end of a topic). */
 #define RECOMMIT_MS 1000
 
+/* Acknowledgements are committed to Kafka at most this often: the offsets
+ * table is the position, the group's committed offset is for lag monitors
+ * and tools. One OffsetCommit per batch cost the broker more CPU than the
+ * messages it served when batches are small (tens a second per partition). */
+#define COMMIT_EVERY_MS 100
+
 static void offset_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t e, rd_kafka_topic_partition_list_t *offsets,
                              void *opaque)
 {
@@ -115,10 +123,55 @@ static void recommit_due(struct kafka_source *k)
         rd_kafka_commit(k->rk, NULL, 1 /* async: the stored offsets of the current assignment */);
 }
 
+/* Store l's offsets and have them committed with the next commit. The last
+ * word on a partition wins: a seek back replaces an acknowledgement not yet
+ * sent. */
+static void commit_later(struct kafka_source *k, const rd_kafka_topic_partition_list_t *l)
+{
+        rd_kafka_offsets_store(k->rk, (rd_kafka_topic_partition_list_t *)l);
+        if (!k->to_commit)
+                k->to_commit = rd_kafka_topic_partition_list_new(l->cnt);
+        for (int i = 0; i < l->cnt; i++) {
+                const rd_kafka_topic_partition_t *e = &l->elems[i];
+                rd_kafka_topic_partition_t *p =
+                        rd_kafka_topic_partition_list_find(k->to_commit, e->topic, e->partition);
+                if (!p)
+                        p = rd_kafka_topic_partition_list_add(k->to_commit, e->topic, e->partition);
+                p->offset = e->offset;
+        }
+}
+
+static void commit_forget(struct kafka_source *k)
+{
+        if (k->to_commit)
+                rd_kafka_topic_partition_list_destroy(k->to_commit);
+        k->to_commit = NULL;
+}
+
+/* Send what was acknowledged since the last commit (async: a refusal is
+ * sent again by recommit_due). */
+static void commit_flush(struct kafka_source *k)
+{
+        if (!k->to_commit)
+                return;
+        rd_kafka_commit(k->rk, k->to_commit, 1 /* async */);
+        commit_forget(k);
+        k->committed_at_ms = log_now_ms();
+}
+
+static void commit_due(struct kafka_source *k)
+{
+        if (k->to_commit && log_now_ms() - k->committed_at_ms >= COMMIT_EVERY_MS)
+                commit_flush(k);
+}
+
 static struct pl_msg *poll_one(struct source *src, int timeout_ms)
 {
         struct kafka_source *k = of(src);
         recommit_due(k);
+        commit_due(k);
+        if (k->to_commit && timeout_ms > COMMIT_EVERY_MS)
+                timeout_ms = COMMIT_EVERY_MS;
         rd_kafka_message_t *rkm = rd_kafka_consumer_poll(k->rk, timeout_ms);
         if (!rkm)
                 return NULL;
@@ -166,9 +219,9 @@ static void ack(struct source *src, const struct pl_commit *commits, size_t n)
         }
         /* A partition revoked meanwhile is refused here; its next owner starts
          * from the database anyway. */
-        rd_kafka_offsets_store(k->rk, l);
-        rd_kafka_commit(k->rk, l, 1 /* async */);
+        commit_later(k, l);
         rd_kafka_topic_partition_list_destroy(l);
+        commit_due(k);
 }
 
 static void pause_parts(struct source *src, const struct pl_part *parts, size_t n, int pause)
@@ -267,8 +320,8 @@ static void commit_known_positions(struct kafka_source *k, const rd_kafka_topic_
                         rd_kafka_topic_partition_list_add(known, parts->elems[i].topic, parts->elems[i].partition)
                                 ->offset = parts->elems[i].offset;
         if (known->cnt) {
-                rd_kafka_offsets_store(k->rk, known);
-                rd_kafka_commit(k->rk, known, 1 /* async */);
+                commit_later(k, known);
+                commit_flush(k);
         }
         rd_kafka_topic_partition_list_destroy(known);
 }
@@ -321,6 +374,7 @@ static void revoke(struct kafka_source *k, const rd_kafka_topic_partition_list_t
         } else {
                 k->ev.revoked(k->ev.opaque, NULL, 0);
         }
+        commit_flush(k);
         kafka_positions_revoked(k->positions, k->cfg, NULL);
         rd_kafka_assign(k->rk, NULL);
 }
@@ -429,6 +483,7 @@ static void close_source(struct source *src)
         struct kafka_source *k = of(src);
         if (!k->joined)
                 return;
+        commit_forget(k); /* stored: the commit below sends them */
         rd_kafka_resp_err_t e = rd_kafka_commit(k->rk, NULL, 0);
         if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET)
                 log_warn("kafka", "final offset commit: %s", rd_kafka_err2str(e));
@@ -443,6 +498,7 @@ static void destroy(struct source *src)
         if (k->rk)
                 rd_kafka_destroy_flags(k->rk, k->joined ? 0 : RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
         log_ratelimit_flush(&k->rl);
+        commit_forget(k);
         kafka_positions_free(k->positions);
         free(k);
 }
