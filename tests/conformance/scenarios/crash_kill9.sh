@@ -59,15 +59,21 @@ while ((kills < 7)); do
         log "kill $kills: SIGKILL with $(recorded_keys) of $ORDERS keys recorded, $(b_acked) of $MSGS acknowledged"
 done
 log "$kills kills"
-start d1 "$WORK/c.yaml"
+# The last run in a log of its own, and stopped only once it consumes: when
+# the kills left the database done, waiting for it would end at once, and a
+# member stopped before it joined has nothing to acknowledge the database's
+# position with (the broker would keep what the last kill left unacknowledged).
+started() { (b_check_started "$1") >/dev/null 2>&1; }
+start d2 "$WORK/c.yaml"
+poll 30 started d2 || fail "the last dedupd never said it consumes: $(tail -n 5 "$WORK/d2.log")"
 b_wait_done 180
-stop d1
+stop d2
 
 check_invariants "$WORK/keys.txt"
 assert_eq "$(sql "SELECT count(*) FROM dedupd.keys")" "$ORDERS" "distinct keys recorded"
 b_check_acked
 if [[ -n $B_RESUME_LINE ]]; then
-        grep -qE "$B_RESUME_LINE" "$WORK/d1.log" || fail "no restart said it resumed from the database's position ($B_RESUME_LINE)"
+        grep -qE "$B_RESUME_LINE" "$WORK/d1.log" "$WORK/d2.log" || fail "no restart said it resumed from the database's position ($B_RESUME_LINE)"
         log "ok: a restart resumed from the database's position"
 fi
 counted=$(counted)
