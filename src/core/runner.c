@@ -39,8 +39,8 @@
 /* With partition workers the source delivers one partition's fetch at a
  * time (Kafka: up to max.partition.fetch.bytes), which one worker's buffer
  * would hold while the others starve: past this many batches buffered, its
- * partitions pause (what the client had fetched of them is fetched again on
- * resume) and the others' messages flow. */
+ * partitions pause (Kafka holds what it fetched of them, source/kafka/
+ * part_queues.h) and the others' messages flow. */
 #define BEHIND_BATCHES 16
 /* In payload bytes (limits.batch_bytes each), the one in flight and the next:
  * large messages are held back sooner (the RSS stays bounded). */

@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "source/kafka/client.h"
+#include "source/kafka/part_queues.h"
 #include "source/kafka/positions.h"
 #include "source/kafka/stats.h"
 
@@ -32,6 +33,7 @@ struct kafka_source {
         int64_t recommit_at_ms;                     /* a refused offset commit is sent again then; 0: none due */
         rd_kafka_topic_partition_list_t *to_commit; /* acknowledged, not yet committed to Kafka; NULL: none */
         int64_t committed_at_ms;                    /* when the last commit was sent */
+        struct kafka_part_queues *queues;           /* each partition's messages, held while paused */
 };
 
 static struct kafka_source *of(struct source *src) { return (struct kafka_source *)src; }
@@ -165,6 +167,29 @@ static void commit_due(struct kafka_source *k)
                 commit_flush(k);
 }
 
+/* What the consumer's queue has (a rebalance runs in there), else the next
+ * message of a partition not held. */
+static rd_kafka_message_t *next_message(struct kafka_source *k)
+{
+        rd_kafka_message_t *rkm = rd_kafka_consumer_poll(k->rk, 0);
+        return rkm ? rkm : kafka_part_queues_next(k->queues);
+}
+
+/* The next message, waiting up to timeout_ms for one. */
+static rd_kafka_message_t *wait_message(struct kafka_source *k, int timeout_ms)
+{
+        int64_t until = log_now_ms() + timeout_ms;
+        rd_kafka_message_t *rkm;
+        for (;;) {
+                kafka_part_queues_clear(k->queues);
+                if ((rkm = next_message(k)))
+                        return rkm;
+                int64_t left = until - log_now_ms();
+                if (left <= 0 || !kafka_part_queues_wait(k->queues, (int)left))
+                        return NULL;
+        }
+}
+
 static struct pl_msg *poll_one(struct source *src, int timeout_ms)
 {
         struct kafka_source *k = of(src);
@@ -172,7 +197,7 @@ static struct pl_msg *poll_one(struct source *src, int timeout_ms)
         commit_due(k);
         if (k->to_commit && timeout_ms > COMMIT_EVERY_MS)
                 timeout_ms = COMMIT_EVERY_MS;
-        rd_kafka_message_t *rkm = rd_kafka_consumer_poll(k->rk, timeout_ms);
+        rd_kafka_message_t *rkm = wait_message(k, timeout_ms);
         if (!rkm)
                 return NULL;
         if (rkm->err) {
@@ -224,15 +249,13 @@ static void ack(struct source *src, const struct pl_commit *commits, size_t n)
         commit_due(k);
 }
 
+/* A paused partition is held, not paused in librdkafka: that would drop
+ * what was fetched of it, to be fetched again on resume (part_queues.h). */
 static void pause_parts(struct source *src, const struct pl_part *parts, size_t n, int pause)
 {
         struct kafka_source *k = of(src);
-        rd_kafka_topic_partition_list_t *l = list_of(k->cfg, parts, n);
-        if (pause)
-                rd_kafka_pause_partitions(k->rk, l);
-        else
-                rd_kafka_resume_partitions(k->rk, l);
-        rd_kafka_topic_partition_list_destroy(l);
+        for (size_t i = 0; i < n; i++)
+                kafka_part_queues_hold(k->queues, k->cfg->topics[parts[i].topic_idx].name, parts[i].partition, pause);
 }
 
 static size_t skipped(struct source *src, struct pl_skip *out, size_t max)
@@ -359,6 +382,7 @@ static void assign(struct kafka_source *k, rd_kafka_topic_partition_list_t *l)
                                            : start[i] == SOURCE_START_LATER ? RD_KAFKA_OFFSET_END
                                                                             : RD_KAFKA_OFFSET_INVALID;
         rd_kafka_assign(k->rk, l);
+        kafka_part_queues_assigned(k->queues, k->cfg, l);
         kafka_positions_assigned(k->positions, k->cfg, l);
         k->ev.settled(k->ev.opaque);
         commit_known_positions(k, l);
@@ -376,6 +400,7 @@ static void revoke(struct kafka_source *k, const rd_kafka_topic_partition_list_t
         }
         commit_flush(k);
         kafka_positions_revoked(k->positions, k->cfg, NULL);
+        kafka_part_queues_revoked(k->queues);
         rd_kafka_assign(k->rk, NULL);
 }
 
@@ -495,6 +520,7 @@ static void close_source(struct source *src)
 static void destroy(struct source *src)
 {
         struct kafka_source *k = of(src);
+        kafka_part_queues_free(k->queues); /* its queue handles before their client */
         if (k->rk)
                 rd_kafka_destroy_flags(k->rk, k->joined ? 0 : RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
         log_ratelimit_flush(&k->rl);
@@ -516,6 +542,17 @@ static const struct source_ops kafka_ops = {
         .connected = connected,
 };
 
+/* What librdkafka fetches ahead of each partition: with a queue per
+ * partition (part_queues.h) queued.max.messages.kbytes bounds each one, and
+ * its default, 64 MB, would let a held partition take that much. 1 MB is a
+ * fetch's worth (max.partition.fetch.bytes) waiting while the last is read.
+ * A kafka: map that sets queued.max.messages.kbytes decides. */
+static int prefetch_default(const struct config *cfg, rd_kafka_conf_t *conf, char *err, size_t errsz)
+{
+        return !kafka_user_set(cfg, "queued.max.messages.kbytes") &&
+               rd_kafka_conf_set(conf, "queued.max.messages.kbytes", "1024", err, errsz);
+}
+
 /* dedupd's own settings over the kafka: map: offsets are stored only after
  * the database COMMIT. */
 static rd_kafka_conf_t *consumer_conf(const struct config *cfg, char *err, size_t errsz)
@@ -524,6 +561,7 @@ static rd_kafka_conf_t *consumer_conf(const struct config *cfg, char *err, size_
         if (!conf)
                 return NULL;
         if (rd_kafka_conf_set(conf, "enable.auto.offset.store", "false", err, errsz) ||
+            prefetch_default(cfg, conf, err, errsz) ||
             (!kafka_user_set(cfg, "auto.offset.reset") &&
              rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, errsz)) ||
             (!kafka_user_set(cfg, "enable.auto.commit") &&
@@ -570,7 +608,7 @@ struct source *kafka_source_new(const struct config *cfg, struct source_events e
         }
         /* conf is now owned by rk */
         rd_kafka_poll_set_consumer(k->rk);
-        if (subscribe(k, err, errsz))
+        if (!(k->queues = kafka_part_queues_new(k->rk, err, errsz)) || subscribe(k, err, errsz))
                 goto error;
         return &k->base;
 error:
