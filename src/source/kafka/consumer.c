@@ -99,11 +99,14 @@ static struct pl_msg *msg_wrap(rd_kafka_message_t *rkm, size_t topic_idx)
  * until its partition's next message (or for ever, at the end of a topic). */
 #define RECOMMIT_MS 1000
 
-/* Acknowledgements are committed to Kafka at most this often: the offsets
- * table is the position, the group's committed offset is for lag monitors
- * and tools. One OffsetCommit per batch cost the broker more CPU than the
- * messages it served when batches are small (tens a second per partition). */
+/* Acknowledgements are committed to Kafka at most this often while
+ * messages keep coming, and within COMMIT_IDLE_MS once nothing more is
+ * queued (a lag monitor, or verify --expect-caught-up, sees a caught-up
+ * group at once): the offsets table is the position, the group's committed
+ * offset is for lag monitors and tools. One OffsetCommit per batch cost the
+ * broker more CPU than the messages it served when batches are small. */
 #define COMMIT_EVERY_MS 100
+#define COMMIT_IDLE_MS 20
 
 static void offset_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t e, rd_kafka_topic_partition_list_t *offsets,
                              void *opaque)
@@ -161,9 +164,10 @@ static void commit_flush(struct kafka_source *k)
         k->committed_at_ms = log_now_ms();
 }
 
-static void commit_due(struct kafka_source *k)
+/* idle: nothing more is queued. */
+static void commit_due(struct kafka_source *k, int idle)
 {
-        if (k->to_commit && log_now_ms() - k->committed_at_ms >= COMMIT_EVERY_MS)
+        if (k->to_commit && log_now_ms() - k->committed_at_ms >= (idle ? COMMIT_IDLE_MS : COMMIT_EVERY_MS))
                 commit_flush(k);
 }
 
@@ -175,17 +179,24 @@ static rd_kafka_message_t *next_message(struct kafka_source *k)
         return rkm ? rkm : kafka_part_queues_next(k->queues);
 }
 
-/* The next message, waiting up to timeout_ms for one. */
+/* The next message, waiting up to timeout_ms for one; while nothing is
+ * queued, what was acknowledged is committed. */
 static rd_kafka_message_t *wait_message(struct kafka_source *k, int timeout_ms)
 {
         int64_t until = log_now_ms() + timeout_ms;
         rd_kafka_message_t *rkm;
         for (;;) {
+                if ((rkm = next_message(k)))
+                        return rkm;
+                /* Nothing: forget the wake-ups so far and look once more
+                 * (what came between is then seen, or wakes the wait). */
                 kafka_part_queues_clear(k->queues);
                 if ((rkm = next_message(k)))
                         return rkm;
+                commit_due(k, 1);
                 int64_t left = until - log_now_ms();
-                if (left <= 0 || !kafka_part_queues_wait(k->queues, (int)left))
+                int64_t wait = k->to_commit && left > COMMIT_IDLE_MS ? COMMIT_IDLE_MS : left;
+                if (left <= 0 || (!kafka_part_queues_wait(k->queues, (int)wait) && wait == left))
                         return NULL;
         }
 }
@@ -194,9 +205,7 @@ static struct pl_msg *poll_one(struct source *src, int timeout_ms)
 {
         struct kafka_source *k = of(src);
         recommit_due(k);
-        commit_due(k);
-        if (k->to_commit && timeout_ms > COMMIT_EVERY_MS)
-                timeout_ms = COMMIT_EVERY_MS;
+        commit_due(k, 0);
         rd_kafka_message_t *rkm = wait_message(k, timeout_ms);
         if (!rkm)
                 return NULL;
@@ -246,7 +255,7 @@ static void ack(struct source *src, const struct pl_commit *commits, size_t n)
          * from the database anyway. */
         commit_later(k, l);
         rd_kafka_topic_partition_list_destroy(l);
-        commit_due(k);
+        commit_due(k, 0);
 }
 
 /* A paused partition is held, not paused in librdkafka: that would drop
