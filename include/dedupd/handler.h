@@ -137,7 +137,9 @@ enum dedupd_exec_rc {
         DEDUPD_EXEC_REJECT = DEDUPD_REJECT,
         /** Transient (connection lost, serialization failure, deadlock, lock
          *  not available): return DEDUPD_RETRY; the batch is rolled back and
-         *  retried with backoff. */
+         *  retried with backoff. A deadlock or serialization failure is
+         *  charged to no message and does not split the batch (up to
+         *  retry.max_attempts of them in a row). */
         DEDUPD_EXEC_RETRY = DEDUPD_RETRY,
         /** Anything else (a syntax error, a missing table, a value the
          *  column does not take): a bug or a poison message. Return it as

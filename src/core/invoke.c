@@ -75,6 +75,23 @@ static int lost_connection(struct call *c)
         return 1;
 }
 
+/* A statement of the handler met another transaction (host->exec failed
+ * with a deadlock or a serialization failure): none of its messages' doing,
+ * so none is charged an attempt and the batch is not split; it runs again
+ * whole. Bounded: once retry.max_attempts attempts in a row ended so, the
+ * next is judged as any failure is (a handler raising 40001 itself). */
+static int contention(struct call *c)
+{
+        struct pl_topic *pt = c->pt;
+        if (!store_last_contended(pt->store) || pt->contention_streak >= pt->t->retry_max_attempts)
+                return 0;
+        pt->contention_streak++;
+        snprintf(c->err, c->errsz,
+                 "a statement of the handler met another transaction (a deadlock or a serialization failure)");
+        roll_back(c);
+        return 1;
+}
+
 /* What one message's result means, told by the handler and by the transaction. */
 static const char *retry_phrase(dedupd_result_t r, int aborted)
 {
@@ -94,6 +111,8 @@ static enum pl_rc judge_batch(struct call *c, dedupd_result_t br, const dedupd_r
         size_t named = 0;
         for (size_t j = 0; j < n; j++)
                 named += res[j] != DEDUPD_OK && res[j] != DEDUPD_REJECT;
+        if (st == STORE_TXN_ABORTED && contention(c))
+                return PL_RETRY;
         if (st == STORE_TXN_NONE || (st == STORE_TXN_ABORTED && !named)) {
                 /* Which message did it is not known: split.c narrows the batch to find it. */
                 snprintf(c->err, c->errsz, "%s",
@@ -170,6 +189,8 @@ static enum pl_rc judge_one(struct call *c, size_t j, dedupd_result_t r, int sp)
                 return sp && j + 1 < c->b->nfresh ? savepoint(c, it->e, STORE_SAVEPOINT_NEXT) : PL_OK;
         case VERDICT_RETRY: break;
         }
+        if (st == STORE_TXN_ABORTED && contention(c))
+                return PL_RETRY;
         return blame(c, it->e, retry_phrase(r, st == STORE_TXN_ABORTED));
 }
 

@@ -52,6 +52,7 @@ struct pl_topic {
         struct part_states *parts;
         size_t *outbox_pending;    /* rows written to the outbox since the relay last ran */
         int64_t optimistic_after;  /* txn.c: claims pessimistically until then (log_now_ms()), after contention */
+        int contention_streak;     /* invoke.c: attempts in a row a handler's deadlock or serialization failure ended */
         const struct par_sub *par; /* a parallel worker's sub-batch; NULL: a whole batch */
         char ctx[200];             /* "topic:<name>", the log context */
 };

@@ -220,8 +220,11 @@ enum pl_rc parallel_process(struct pl_topic *pt, const struct mode *mode, const 
         for (int w = 0; w < workers; w++)
                 prepare(&runs[w], pt, helpers, w, span, nspan);
         run_all(runs, workers);
+        pt->contention_streak = 0; /* the longest of the workers' (each began with the lane's) */
         for (int w = 0; w < workers; w++) {
                 merge(pt, &runs[w]);
+                if (runs[w].pt.contention_streak > pt->contention_streak)
+                        pt->contention_streak = runs[w].pt.contention_streak;
                 if (severity(runs[w].rc) > severity(rc)) {
                         rc = runs[w].rc;
                         snprintf(err, errsz, "worker %d: %s", w + 1, runs[w].err);

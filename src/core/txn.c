@@ -678,6 +678,8 @@ static enum pl_rc txn_process(struct pl_topic *pt, struct pl_entry *const *ents,
         watchdog_disarm(pt->watchdog);
         if (rc != PL_OK)
                 pt->stats->retries++;
+        else
+                pt->contention_streak = 0;
         txn_clear(&x);
         free(x.probed);
         return rc;

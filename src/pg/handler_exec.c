@@ -66,6 +66,8 @@ enum store_handler_rc store_handler_exec(struct store_handler_ctx *h, const char
         else
                 store_error_text(why, whysz, conn, NULL);
         rc = classify(conn, res);
+        if (store_contention(res))
+                store_mark_contended(h->store); /* the batch runs again whole (core/invoke.c) */
         if (rc == STORE_HANDLER_CONSTRAINT)
                 keep(h, res, rows);
         else

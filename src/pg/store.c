@@ -29,7 +29,7 @@ struct store {
         int pooled;             /* a pooler between: each transaction may run in another server session */
         char failure[320];      /* the last failed statement: SQLSTATE and primary message, no detail */
         int keys_conflict;      /* it failed on dedupd.keys' primary key (unique_violation) */
-        int contended;          /* it failed as a deadlock or a serialization failure */
+        int contended; /* a statement since the batch's BEGIN failed as a deadlock or a serialization failure */
         const char *prepared[STORE_PREPARED_MAX]; /* the statements prepared on this connection, as "s<i>" */
         size_t nprepared;
 };
@@ -41,12 +41,15 @@ static void remember_failure(struct store *s, const PGresult *r)
 {
         store_failure_text(s->failure, sizeof(s->failure), r);
         s->keys_conflict = store_unique_violation(r, "dedupd", "keys", "keys_pkey") || store_keys_p_violation(r);
-        s->contended = store_contention(r);
+        if (store_contention(r))
+                s->contended = 1;
 }
 
 int store_last_keys_conflict(const struct store *s) { return s->keys_conflict; }
 
 int store_last_contended(const struct store *s) { return s->contended; }
+
+void store_mark_contended(struct store *s) { s->contended = 1; }
 
 const char *store_last_failure(const struct store *s) { return s->failure; }
 
@@ -241,6 +244,7 @@ enum store_rc store_begin_batch(struct store *s, char *err, size_t errsz)
                 return STORE_CONN;
         }
         s->batch = !s->pooled;
+        s->contended = 0;
         return session_begin(s->conn, s->batch ? BATCH_DEFAULT_ON : NULL, "BEGIN READ WRITE", s->idle_tx_timeout_ms,
                              err, errsz);
 }

@@ -101,9 +101,12 @@ enum store_rc store_session_reset(struct store *s, int guard, int *held, char *e
 /** The last failed statement as "SQLSTATE 23514: new row ... violates check
  *  constraint ...": no DETAIL, which may quote the values (a payload). */
 const char *store_last_failure(const struct store *s);
-/** 1 when the last failed statement failed as contention between
+/** 1 when a statement of the batch's transaction (since store_begin_batch),
+ *  dedupd's or a handler's through host->exec, failed as contention between
  *  transactions does (a deadlock, a serialization failure). */
 int store_last_contended(const struct store *s);
+/** A handler's statement on s failed so (pg/handler_exec.c). */
+void store_mark_contended(struct store *s);
 
 /** The server process of the connection (it tells one session from the
  *  next), 0 when not connected. */

@@ -105,20 +105,49 @@ static const struct contention_case contention_cases[] = {
         {"contention: not a division by zero (22012)", "22012", 0},
 };
 
-static void contention_is_told_by_sqlstate(void **state)
+/* pg_temp.seam_raise(code): fails with that SQLSTATE. */
+static void raising_function(void)
 {
-        const struct contention_case *c = *state;
-        fresh();
-        const char *const code[] = {c->sqlstate};
         ok(store_exec(db,
                       "CREATE OR REPLACE FUNCTION pg_temp.seam_raise(code text) RETURNS void LANGUAGE plpgsql AS"
                       " $$BEGIN RAISE EXCEPTION 'raised as %', code USING ERRCODE = code; END$$",
                       err, sizeof(err)),
            "the raising function");
+}
+
+static void contention_is_told_by_sqlstate(void **state)
+{
+        const struct contention_case *c = *state;
+        fresh();
+        const char *const code[] = {c->sqlstate};
+        raising_function();
+        ok(store_begin_batch(db, err, sizeof(err)), "the batch's BEGIN");
         assert_int_not_equal(store_query(db, "SELECT pg_temp.seam_raise($1)", 1, code, NULL, err, sizeof(err)),
                              STORE_OK);
         assert_contains(store_last_failure(db), c->sqlstate);
         assert_int_equal(store_last_contended(db), c->contended);
+        store_rollback(db);
+}
+
+/* Contention is the batch's: a later failure of another kind in the same
+ * transaction does not hide it (the handler's statements after its
+ * deadlock fail as "transaction aborted"), and the next batch starts clean. */
+static void contention_lasts_the_batch(void **state)
+{
+        (void)state;
+        fresh();
+        const char *const deadlock[] = {"40P01"};
+        raising_function();
+        ok(store_begin_batch(db, err, sizeof(err)), "the batch's BEGIN");
+        assert_int_not_equal(store_query(db, "SELECT pg_temp.seam_raise($1)", 1, deadlock, NULL, err, sizeof(err)),
+                             STORE_OK);
+        assert_int_not_equal(store_exec(db, "SELECT 1", err, sizeof(err)), STORE_OK); /* 25P02: aborted */
+        assert_contains(store_last_failure(db), "25P02");
+        assert_int_equal(store_last_contended(db), 1);
+        store_rollback(db);
+        ok(store_begin_batch(db, err, sizeof(err)), "the next batch's BEGIN");
+        assert_int_equal(store_last_contended(db), 0);
+        store_rollback(db);
 }
 
 static void session_pid_is_the_servers(void **state)
@@ -209,6 +238,7 @@ int main(void)
                  a_released_savepoint_is_the_handlers_doing, NULL);
         unit_add(&l, "transaction state: none, open, aborted, none", transaction_state_follows_the_session, NULL);
         unit_add_table(&l, contention_is_told_by_sqlstate, contention_cases);
+        unit_add(&l, "contention: remembered until the next batch begins", contention_lasts_the_batch, NULL);
         unit_add(&l, "session pid: the server's pg_backend_pid()", session_pid_is_the_servers, NULL);
         unit_add(&l, "cancel: ends the statement running, from another thread", cancel_ends_the_running_statement,
                  NULL);
