@@ -7,6 +7,7 @@
 
 #include "base/mem.h"
 #include "pg/result.h"
+#include "pg/stmt_cache.h"
 #include "pg/store.h"
 
 struct dedupd_rows {
@@ -50,7 +51,9 @@ enum store_handler_rc store_handler_exec(struct store_handler_ctx *h, const char
                 snprintf(why, whysz, "no statement, or %d parameters and no array of them", nparams);
                 return STORE_HANDLER_FATAL;
         }
-        PGresult *res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+        struct stmt_cache *cache = store_handler_stmts(h->store);
+        PGresult *res = cache ? stmt_cache_exec(cache, conn, sql, nparams, params)
+                              : PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
         ExecStatusType st = PQresultStatus(res);
         if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
                 keep(h, res, rows);

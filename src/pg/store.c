@@ -13,6 +13,7 @@
 #include "pg/conninfo.h"
 #include "pg/layout.h"
 #include "pg/session.h"
+#include "pg/stmt_cache.h"
 
 /* A batch sends the same few statements every time (claim, outcomes,
  * progress): prepared once per connection they are parsed and planned once,
@@ -31,6 +32,7 @@ struct store {
         int keys_conflict;      /* it failed on dedupd.keys' primary key (unique_violation) */
         int contended; /* a statement since the batch's BEGIN failed as a deadlock or a serialization failure */
         const char *prepared[STORE_PREPARED_MAX]; /* the statements prepared on this connection, as "s<i>" */
+        struct stmt_cache *handler_stmts;         /* the handlers' statements prepared on it (host->exec) */
         size_t nprepared;
 };
 
@@ -50,6 +52,8 @@ int store_last_keys_conflict(const struct store *s) { return s->keys_conflict; }
 int store_last_contended(const struct store *s) { return s->contended; }
 
 void store_mark_contended(struct store *s) { s->contended = 1; }
+
+struct stmt_cache *store_handler_stmts(const struct store *s) { return s->pooled ? NULL : s->handler_stmts; }
 
 const char *store_last_failure(const struct store *s) { return s->failure; }
 
@@ -101,6 +105,7 @@ struct store *store_new(const char *conninfo, int idle_tx_timeout_ms)
         struct store *s = xcalloc(1, sizeof(*s));
         s->conninfo = xstrdup(conninfo);
         s->idle_tx_timeout_ms = idle_tx_timeout_ms;
+        s->handler_stmts = stmt_cache_new();
         return s;
 }
 
@@ -125,6 +130,7 @@ enum store_rc store_connect(struct store *s, char *err, size_t errsz)
         if (s->conn)
                 PQfinish(s->conn);
         s->nprepared = 0; /* a new session has none */
+        stmt_cache_forget(s->handler_stmts);
         if (!(s->conn = connect_with_timeout(s, err, errsz)))
                 return STORE_ERROR;
         describe_target(s);
@@ -176,6 +182,7 @@ void store_free(struct store *s)
                 return;
         if (s->conn)
                 PQfinish(s->conn);
+        stmt_cache_free(s->handler_stmts);
         free(s->conninfo);
         free(s);
 }

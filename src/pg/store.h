@@ -17,6 +17,7 @@
  * (pg/cancel).
  */
 struct store;
+struct stmt_cache;
 
 /** Seconds libpq may take to connect when neither the conninfo nor
  *  PGCONNECT_TIMEOUT says: without one, a black-holed host takes the
@@ -107,6 +108,10 @@ const char *store_last_failure(const struct store *s);
 int store_last_contended(const struct store *s);
 /** A handler's statement on s failed so (pg/handler_exec.c). */
 void store_mark_contended(struct store *s);
+/** Where the handlers' statements on s are kept prepared (pg/stmt_cache.h);
+ *  NULL behind a pooler, where a session's statements may be in another
+ *  server session. */
+struct stmt_cache *store_handler_stmts(const struct store *s);
 
 /** The server process of the connection (it tells one session from the
  *  next), 0 when not connected. */

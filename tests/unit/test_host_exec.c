@@ -100,6 +100,93 @@ static void exec_classifies_a_failure(void **state)
         assert_int_equal(store_txn(db), STORE_TXN_ABORTED); /* the handler must return, not go on */
 }
 
+/* The number of the session's statements prepared from sql ('%' for any): host->exec's are named dedupd_h<i>. */
+static int prepared(const char *sql)
+{
+        PGresult *r = NULL;
+        const char *p[1] = {sql};
+        if (store_query(
+                    db,
+                    "SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'dedupd\\_h%' AND statement LIKE $1",
+                    1, p, &r, err, sizeof(err)))
+                fail_msg("pg_prepared_statements: %s", err);
+        int n = atoi(PQgetvalue(r, 0, 0));
+        PQclear(r);
+        return n;
+}
+
+/* exec(sql) with one parameter v returns v * 2 (as text). */
+static void doubles(const char *sql, const char *v, const char *want)
+{
+        struct dedupd_rows *r = NULL;
+        const char *p[1] = {v};
+        assert_int_equal(host_api.exec(&ctx, sql, 1, p, &r), DEDUPD_EXEC_OK);
+        assert_string_equal(host_api.value(r, 0, 0), want);
+}
+
+static void exec_prepares_what_runs_again(void **state)
+{
+        (void)state;
+        const char *sql = "SELECT $1::int * 2 /* again */";
+        fresh();
+        doubles(sql, "1", "2");
+        assert_int_equal(prepared(sql), 0); /* seen once: not prepared */
+        doubles(sql, "2", "4");
+        doubles(sql, "3", "6");
+        assert_int_equal(prepared(sql), 1);
+        /* A transaction that fails and rolls back keeps what was prepared in it. */
+        assert_int_equal(host_api.exec(&ctx, "SELECT 1/0", 0, NULL, NULL), DEDUPD_EXEC_FATAL);
+        store_rollback(db);
+        fresh();
+        doubles(sql, "4", "8");
+        assert_int_equal(prepared(sql), 1);
+}
+
+static void exec_prepares_again_what_is_gone(void **state)
+{
+        (void)state;
+        const char *sql = "SELECT $1::int * 2 /* gone */";
+        fresh();
+        doubles(sql, "1", "2");
+        doubles(sql, "2", "4");
+        /* A handler's DEALLOCATE: the next run fails (in its transaction, as any
+         * statement can), the one after is prepared again. */
+        assert_int_equal(host_api.exec(&ctx, "DEALLOCATE ALL", 0, NULL, NULL), DEDUPD_EXEC_OK);
+        struct dedupd_rows *r = NULL;
+        const char *p[1] = {"3"};
+        assert_int_equal(host_api.exec(&ctx, sql, 1, p, &r), DEDUPD_EXEC_FATAL);
+        fresh();
+        doubles(sql, "4", "8");
+        assert_int_equal(prepared(sql), 1);
+        /* A new session has none of them: prepared again there. */
+        store_rollback(db);
+        if (store_connect(db, err, sizeof(err)))
+                fail_msg("reconnect: %s", err);
+        fresh();
+        doubles(sql, "5", "10");
+        doubles(sql, "6", "12");
+        assert_int_equal(prepared(sql), 1);
+}
+
+static void exec_keeps_a_bounded_number_prepared(void **state)
+{
+        (void)state;
+        char sql[64], want[16];
+        store_rollback(db);
+        if (store_connect(db, err, sizeof(err)))
+                fail_msg("reconnect: %s", err);
+        fresh();
+        for (int round = 0; round < 3; round++)
+                for (int i = 0; i < 40; i++) { /* a text of its own for each: a handler that builds them */
+                        snprintf(sql, sizeof(sql), "SELECT $1::int * 2 + %d - %d", i, i);
+                        snprintf(want, sizeof(want), "%d", 2 * (round + i));
+                        char v[16];
+                        snprintf(v, sizeof(v), "%d", round + i);
+                        doubles(sql, v, want);
+                }
+        assert_int_equal(prepared("%"), 32);
+}
+
 static void ensure_schema_creates_once_and_checks_its_probe(void **state)
 {
         (void)state;
@@ -173,6 +260,12 @@ int main(void)
                 unit_add(&l, "exec: rows, values, NULLs and counts, freed by the host",
                          exec_returns_rows_owned_by_the_host, NULL);
                 unit_add_table(&l, exec_classifies_a_failure, exec_cases);
+                unit_add(&l, "exec: a statement run again is prepared, once a session", exec_prepares_what_runs_again,
+                         NULL);
+                unit_add(&l, "exec: a statement deallocated, or on a new session, prepared again",
+                         exec_prepares_again_what_is_gone, NULL);
+                unit_add(&l, "exec: at most 32 statements prepared, every other one still runs",
+                         exec_keeps_a_bounded_number_prepared, NULL);
                 unit_add(&l, "ensure_schema: created once, the DDL skipped when there, a failing probe refused",
                          ensure_schema_creates_once_and_checks_its_probe, NULL);
                 unit_add(&l, "set_evidence: identifiers only, recorded per topic",
