@@ -176,14 +176,27 @@ static void sql_fini(void *state)
         free(s);
 }
 
-/* A row: applied (its first column the response); none: rejected; an error: retry. */
+/* A failed statement, logged once by the host as exec() logs its own (a
+ * deadlock or serialization failure then runs the batch again whole, no
+ * message charged); by the handler on a host older than ABI 1.4. */
+static void failed(struct dedupd_ctx *ctx, PGconn *conn, const PGresult *r)
+{
+        const struct dedupd_host *host = DEDUPD_HOST(ctx);
+        if (DEDUPD_HOST_HAS(host, classify)) {
+                host->classify(ctx, r);
+                return;
+        }
+        host->log(ctx, DEDUPD_LOG_WARN, "key %s: %s", host->idem_key(ctx),
+                  r && PQresultErrorMessage(r)[0] ? PQresultErrorMessage(r) : PQerrorMessage(conn));
+}
+
+/* A row: applied (its first column the response); none: rejected; an error:
+ * retry (its message's attempt, as any SQL error of the statement's). */
 static dedupd_result_t verdict(struct sql *s, struct dedupd_ctx *ctx, PGconn *conn, PGresult *r)
 {
         if (PQresultStatus(r) != PGRES_TUPLES_OK) {
                 if (PQresultStatus(r) != PGRES_PIPELINE_ABORTED)
-                        DEDUPD_HOST(ctx)->log(ctx, DEDUPD_LOG_WARN, "key %s: %s", DEDUPD_HOST(ctx)->idem_key(ctx),
-                                              PQresultErrorMessage(r)[0] ? PQresultErrorMessage(r)
-                                                                         : PQerrorMessage(conn));
+                        failed(ctx, conn, r);
                 return DEDUPD_RETRY;
         }
         if (PQntuples(r) == 0) {

@@ -49,11 +49,11 @@ extern "C" {
 #define DEDUPD_HANDLER_ABI_MAJOR 1
 /** The minor version of this header: 0 the first table, 1 emit() and the
  *  evidence fields, 2 exec() and its rows, set_evidence(), ensure_schema(),
- *  the host in every context and the handler's version, 3 reconcile(). A handler built
+ *  the host in every context and the handler's version, 3 reconcile(), 4 classify(). A handler built
  *  against an older minor loads unchanged; one that calls what a newer minor
  *  added checks DEDUPD_HOST_HAS(host, member) in init() (see
  *  DEDUPD_HOST_REQUIRE), since an older dedupd has a shorter table. */
-#define DEDUPD_HANDLER_ABI_MINOR 3
+#define DEDUPD_HANDLER_ABI_MINOR 4
 
 /** The symbol every handler exports (see DEDUPD_HANDLER_EXPORT). */
 #define DEDUPD_HANDLER_SYMBOL "dedupd_handler_descriptor"
@@ -252,6 +252,18 @@ struct dedupd_host {
          *  ("ledger.entries"); both are plain SQL identifiers. Returns 0, or
          *  -1 (logged): a name that is not an identifier, no database. */
         int (*set_evidence)(struct dedupd_init_ctx *ictx, const char *table, const char *key_column);
+
+        /* ---- appended in ABI 1.4: check host->size before use ---- */
+
+        /** A statement you ran yourself on host->conn (a pipeline, COPY)
+         *  failed with res: judge it as exec() judges its own. It is logged
+         *  once with its SQLSTATE and the message's key, and its class
+         *  returned (an enum dedupd_exec_rc; DEDUPD_EXEC_OK for a result that
+         *  did not fail; a constraint's response set as exec sets it). A
+         *  deadlock or serialization failure then runs the batch again whole,
+         *  charged to no message (up to retry.max_attempts in a row), as it
+         *  does for exec(). res stays yours to PQclear. */
+        int (*classify)(struct dedupd_ctx *ctx, const PGresult *res);
 };
 
 /** Every context begins with a pointer to the host table (ABI 1.2): the

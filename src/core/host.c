@@ -153,6 +153,14 @@ static int exec_verdict(const char *prefix, const char *key, enum store_handler_
         return v[rc].result;
 }
 
+/* A rejection by a constraint: the response exec promises ("rejected: constraint NAME"). */
+static void constraint_response(struct dedupd_ctx *ctx, const char *constraint)
+{
+        char *resp = xasprintf("rejected: constraint %s", constraint ? constraint : "(unnamed)");
+        host_set_response(ctx, resp, strlen(resp));
+        free(resp);
+}
+
 static int host_exec(struct dedupd_ctx *ctx, const char *sql, int nparams, const char *const *params,
                      struct dedupd_rows **rows)
 {
@@ -161,12 +169,18 @@ static int host_exec(struct dedupd_ctx *ctx, const char *sql, int nparams, const
         enum store_handler_rc rc = store_handler_exec(&ctx->head, sql, nparams, params, &r, why, sizeof(why));
         if (rows)
                 *rows = r;
-        if (rc == STORE_HANDLER_CONSTRAINT) {
-                const char *c = store_handler_constraint(r);
-                char *resp = xasprintf("rejected: constraint %s", c ? c : "(unnamed)");
-                host_set_response(ctx, resp, strlen(resp));
-                free(resp);
-        }
+        if (rc == STORE_HANDLER_CONSTRAINT)
+                constraint_response(ctx, store_handler_constraint(r));
+        return exec_verdict(ctx->log_prefix, ctx->idem_key, rc, why);
+}
+
+static int host_classify(struct dedupd_ctx *ctx, const store_result *res)
+{
+        char why[512] = "";
+        const char *constraint;
+        enum store_handler_rc rc = store_handler_judge(&ctx->head, res, &constraint, why, sizeof(why));
+        if (rc == STORE_HANDLER_CONSTRAINT)
+                constraint_response(ctx, constraint);
         return exec_verdict(ctx->log_prefix, ctx->idem_key, rc, why);
 }
 
@@ -230,6 +244,7 @@ const struct dedupd_host host_api = {
         .init_exec = host_init_exec,
         .ensure_schema = host_ensure_schema,
         .set_evidence = host_set_evidence,
+        .classify = host_classify,
 };
 
 void host_ctx_release(struct store_handler_ctx *head) { store_handler_release(head); }

@@ -36,6 +36,25 @@ static enum store_handler_rc classify(PGconn *conn, const PGresult *res)
         }
 }
 
+enum store_handler_rc store_handler_judge(struct store_handler_ctx *h, const PGresult *res, const char **constraint,
+                                          char *why, size_t whysz)
+{
+        PGconn *conn = h->store ? store_conn(h->store) : NULL;
+        ExecStatusType st = PQresultStatus(res);
+        if (constraint)
+                *constraint = res ? PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME) : NULL;
+        if (res && (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK || st == PGRES_EMPTY_QUERY ||
+                    st == PGRES_PIPELINE_SYNC || st == PGRES_SINGLE_TUPLE))
+                return STORE_HANDLER_OK;
+        if (res)
+                store_failure_text(why, whysz, res);
+        else
+                store_error_text(why, whysz, conn, NULL);
+        if (h->store && store_contention(res))
+                store_mark_contended(h->store); /* the batch runs again whole (core/invoke.c) */
+        return classify(conn, res);
+}
+
 enum store_handler_rc store_handler_exec(struct store_handler_ctx *h, const char *sql, int nparams,
                                          const char *const *params, struct dedupd_rows **rows, char *why, size_t whysz)
 {
@@ -64,13 +83,7 @@ enum store_handler_rc store_handler_exec(struct store_handler_ctx *h, const char
                 PQclear(res);
                 return STORE_HANDLER_FATAL; /* the connection is unusable until COPY ends: the batch rolls back */
         }
-        if (res)
-                store_failure_text(why, whysz, res);
-        else
-                store_error_text(why, whysz, conn, NULL);
-        rc = classify(conn, res);
-        if (store_contention(res))
-                store_mark_contended(h->store); /* the batch runs again whole (core/invoke.c) */
+        rc = store_handler_judge(h, res, NULL, why, whysz);
         if (rc == STORE_HANDLER_CONSTRAINT)
                 keep(h, res, rows);
         else

@@ -21,6 +21,17 @@ enum store_handler_rc {
 enum store_handler_rc store_handler_exec(struct store_handler_ctx *h, const char *sql, int nparams,
                                          const char *const *params, struct dedupd_rows **rows, char *why, size_t whysz);
 
+/** libpq's result, as core hands it on (host->classify) without reading it. */
+typedef struct pg_result store_result;
+
+/** Judge a result of a statement the handler ran on h's connection itself
+ *  (host->classify), as store_handler_exec judges its own: OK unless it
+ *  failed; why as there, *constraint (when not NULL) the constraint it
+ *  violated or NULL; a deadlock or serialization failure marked on the
+ *  store (store_last_contended). */
+enum store_handler_rc store_handler_judge(struct store_handler_ctx *h, const store_result *res, const char **constraint,
+                                          char *why, size_t whysz);
+
 /** Free every result of h's statements. */
 void store_handler_release(struct store_handler_ctx *h);
 

@@ -11,20 +11,28 @@
 #    failures, every payment applied once, nothing split, nothing dead-lettered;
 # 2. one message at a time (per_message): the same with retry.max_attempts 2,
 #    which two charged attempts would have spent;
+#    and the SQL handler, whose pipelined statements run on host->conn and
+#    which hands their failures to host->classify (ABI 1.4): the same;
 # 3. bounded: a payment whose statement fails so every time (a trigger raising
 #    40001 for it) is dead-lettered after retry.max_attempts like any failing
 #    message, its neighbours applied.
 . "$(dirname "$0")/lib.sh"
 
 # run NAME PER_MESSAGE: 40 payments for 20 users on a fresh topic, drained; the
-# handler's config as the transfer handler's with retry.max_attempts 2
+# handler's config as the transfer handler's with retry.max_attempts 2 (NAME
+# sql: the SQL handler running the transfer as one statement, pipelined)
 run() {
         local name=$1 per_message=$2
         T="contend_${name}_$$"
         topic "$T" 1
         SEED_ACCOUNTS=20 INITIAL_BALANCE=1000 BATCH_MAX=100 write_config "$WORK/$name.yaml" "$T"
         sed -i "s/^      backoff_max_ms: 500/      backoff_max_ms: 100\n      max_attempts: 2/" "$WORK/$name.yaml"
-        sed -i "s#^      path: \"$BUILD/transfer.so\"#&\n      per_message: $per_message#" "$WORK/$name.yaml"
+        if [[ $name == sql ]]; then
+                as_sql_handler "$SQL_TRANSFER_STATEMENT" "$per_message" <"$WORK/$name.yaml" >"$WORK/$name.yaml.new"
+                mv "$WORK/$name.yaml.new" "$WORK/$name.yaml"
+        else
+                sed -i "s#^      path: \"$BUILD/transfer.so\"#&\n      per_message: $per_message#" "$WORK/$name.yaml"
+        fi
         grep -q "per_message: $per_message" "$WORK/$name.yaml" || fail "config not as expected: $(cat "$WORK/$name.yaml")"
         for i in $(seq 1 40); do
                 printf '{"order_id":"%s-%d","user_id":%d,"amount":1}\n' "$name" "$i" $((i % 20 + 1))
@@ -55,7 +63,7 @@ applied() {
                 "$1: keys DONE"
 }
 
-for mode in batch:false single:true; do
+for mode in batch:false single:true sql:false; do
         name=${mode%%:*}
         sql "SELECT setval('contention_seq', 1, false)" >/dev/null
         run "$name" "${mode#*:}"

@@ -187,6 +187,35 @@ static void exec_keeps_a_bounded_number_prepared(void **state)
         assert_int_equal(prepared("%"), 32);
 }
 
+/* host->classify: a result of the handler's own (host->conn), judged as exec judges its own. */
+static void classify_judges_the_handlers_own_results(void **state)
+{
+        (void)state;
+        PGconn *conn = host_api.conn(&ctx);
+        fresh();
+        PGresult *r = PQexec(conn, "SELECT 1");
+        assert_int_equal(host_api.classify(&ctx, r), DEDUPD_EXEC_OK);
+        PQclear(r);
+        r = PQexec(conn, "CREATE TEMP TABLE c (v int CONSTRAINT c_v_positive CHECK (v > 0))");
+        PQclear(r);
+        r = PQexec(conn, "INSERT INTO c VALUES (0)");
+        assert_int_equal(host_api.classify(&ctx, r), DEDUPD_EXEC_REJECT);
+        assert_string_equal(ctx.response, "rejected: constraint c_v_positive");
+        PQclear(r);
+        fresh();
+        store_rollback(db); /* a batch's BEGIN instead of fresh()'s: it clears what contention was marked */
+        if (store_begin_batch(db, err, sizeof(err)))
+                fail_msg("BEGIN: %s", err);
+        r = PQexec(conn, "DO $$ BEGIN RAISE EXCEPTION 'x' USING ERRCODE = '40P01'; END $$");
+        assert_int_equal(store_last_contended(db), 0); /* not told yet: run on host->conn */
+        assert_int_equal(host_api.classify(&ctx, r), DEDUPD_EXEC_RETRY);
+        assert_int_equal(store_last_contended(db), 1); /* the batch runs again whole */
+        PQclear(r);
+        r = PQexec(conn, "SELECT 1"); /* in the aborted transaction: fatal, as exec says */
+        assert_int_equal(host_api.classify(&ctx, r), DEDUPD_EXEC_FATAL);
+        PQclear(r);
+}
+
 static void ensure_schema_creates_once_and_checks_its_probe(void **state)
 {
         (void)state;
@@ -266,6 +295,8 @@ int main(void)
                          exec_prepares_again_what_is_gone, NULL);
                 unit_add(&l, "exec: at most 32 statements prepared, every other one still runs",
                          exec_keeps_a_bounded_number_prepared, NULL);
+                unit_add(&l, "classify: the handler's own results judged as exec's, contention marked",
+                         classify_judges_the_handlers_own_results, NULL);
                 unit_add(&l, "ensure_schema: created once, the DDL skipped when there, a failing probe refused",
                          ensure_schema_creates_once_and_checks_its_probe, NULL);
                 unit_add(&l, "set_evidence: identifiers only, recorded per topic",
