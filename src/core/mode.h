@@ -51,7 +51,8 @@ struct pl_topic {
         struct pl_stats *stats;
         struct part_states *parts;
         size_t *outbox_pending;    /* rows written to the outbox since the relay last ran */
-        int64_t optimistic_after;  /* txn.c: claims pessimistically until then (log_now_ms()), after contention */
+        int64_t *optimistic_after; /* txn.c: claims pessimistically until then (log_now_ms()), after contention;
+                                      the topic's, shared by every lane (read and written atomically) */
         int contention_streak;     /* invoke.c: attempts in a row a handler's deadlock or serialization failure ended */
         const struct par_sub *par; /* a parallel worker's sub-batch; NULL: a whole batch */
         char ctx[200];             /* "topic:<name>", the log context */

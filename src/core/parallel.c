@@ -159,8 +159,6 @@ static void merge(struct pl_topic *pt, const struct par_run *r)
         pt->stats->retries += r->stats.retries;
         pt->stats->mismatches += r->stats.mismatches;
         *pt->outbox_pending += r->outbox;
-        if (r->pt.optimistic_after > pt->optimistic_after)
-                pt->optimistic_after = r->pt.optimistic_after;
 }
 
 /* Every worker committed: the partitions' positions in dedupd.offsets, on the lane's connection. */

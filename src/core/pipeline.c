@@ -38,6 +38,7 @@ struct pipeline {
         struct sink sink;
         struct handler *handlers;  /* one per topic */
         const struct mode **modes; /* one per topic */
+        int64_t *optimistic_after; /* one per topic, shared by the lanes (txn.c) */
         struct lane lanes[MAX_LANES];
         size_t nlanes;
         struct pl_stats stats; /* the sum of the lanes' settled stats */
@@ -50,6 +51,7 @@ struct pipeline *pipeline_new(const struct config *cfg, struct store *setup, str
         size_t n = cfg->topic_cnt ? cfg->topic_cnt : 1;
         pl->handlers = xcalloc(n, sizeof(*pl->handlers));
         pl->modes = xcalloc(n, sizeof(*pl->modes));
+        pl->optimistic_after = xcalloc(n, sizeof(*pl->optimistic_after));
         pl->cfg = cfg;
         pl->sink = sink;
         for (size_t i = 0; i < cfg->topic_cnt; i++) {
@@ -87,6 +89,7 @@ size_t pipeline_add_lane(struct pipeline *pl, struct store *store, struct watchd
                                         .store = store,
                                         .sink = &pl->sink,
                                         .handler = &pl->handlers[i],
+                                        .optimistic_after = &pl->optimistic_after[i],
                                         .watchdog = w,
                                         .stats = &l->stats,
                                         .parts = &l->parts,
@@ -154,6 +157,7 @@ void pipeline_free(struct pipeline *pl)
         }
         free(pl->handlers);
         free(pl->modes);
+        free(pl->optimistic_after);
         free(pl);
 }
 

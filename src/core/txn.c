@@ -652,10 +652,20 @@ static int contended(const struct txn *x, enum pl_rc rc)
         return x->conflict || rc == PL_SPLIT || (rc == PL_RETRY && store_last_contended(x->pt->store));
 }
 
+/* Whether the topic claims pessimistically now. The deadline is the
+ * topic's, not the lane's: an optimistic batch and a pessimistic one over
+ * the same keys can deadlock, so once one lane has met contention every
+ * lane claims pessimistically (pessimistic claimers never deadlock with
+ * each other), and they go back together. */
+static int pessimistic_now(const struct pl_topic *pt)
+{
+        return log_now_ms() < __atomic_load_n(pt->optimistic_after, __ATOMIC_RELAXED);
+}
+
 static enum pl_rc txn_process(struct pl_topic *pt, struct pl_entry *const *ents, size_t n, struct pl_commit *commits,
                               size_t *ncommits, char *err, size_t errsz)
 {
-        struct txn x = {.pt = pt, .err = err, .errsz = errsz, .pessimistic = log_now_ms() < pt->optimistic_after};
+        struct txn x = {.pt = pt, .err = err, .errsz = errsz, .pessimistic = pessimistic_now(pt)};
         enum pl_rc rc;
 
         *ncommits = 0;
@@ -666,7 +676,7 @@ static enum pl_rc txn_process(struct pl_topic *pt, struct pl_entry *const *ents,
                                  "batch of %zu failed (%s): run again at once with a pessimistic claim, in case "
                                  "another transaction on its keys caused it",
                                  n, err);
-                pt->optimistic_after = log_now_ms() + PESSIMISTIC_MS;
+                __atomic_store_n(pt->optimistic_after, log_now_ms() + PESSIMISTIC_MS, __ATOMIC_RELAXED);
                 /* Rolled back: at once again, claiming first. Not the messages'
                  * attempt (nothing of theirs failed), no backoff, no split. */
                 txn_clear(&x);
