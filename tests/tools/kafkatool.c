@@ -184,6 +184,19 @@ static char *next_line(char **line, size_t *cap)
         return *line;
 }
 
+static int partitions_of(rd_kafka_t *rk, const char *topic);
+
+/* A paced run times each message from its send: connected to the broker,
+ * the topic's leaders known and the idempotent producer's id taken before
+ * the first, or the first messages' times are the producer's start-up
+ * (tens of milliseconds), not the path measured. */
+static void producer_warm(rd_kafka_t *rk, const char *topic)
+{
+        partitions_of(rk, topic);
+        for (int i = 0; i < 20; i++)
+                rd_kafka_poll(rk, 10);
+}
+
 /* produce -t TOPIC [-H name=value]... : one message per stdin line, "KEY<TAB>VALUE"
  * or just "VALUE" (no key). "\N" as VALUE means a null value (tombstone).
  * -r RATE paces the messages; -s FILE writes each one's send time (epoch µs);
@@ -210,6 +223,8 @@ static int cmd_produce(int argc, char **argv)
         char *line = NULL, *l;
         size_t cap = 0;
         long n = 0;
+        if (rate > 0)
+                producer_warm(rk, o.topic);
         int64_t t0 = now_us(CLOCK_MONOTONIC);
         while ((l = next_line(&line, &cap))) {
                 if (rate > 0)
